@@ -1,0 +1,347 @@
+package k8sbin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// outputTailLines is how many of the last lines of the go command's
+	// output a BuildError keeps.
+	outputTailLines = 40
+	// buildCancelDelay is how long a cancelled go command gets to stop after
+	// an interrupt before it is killed.
+	buildCancelDelay = 5 * time.Second
+)
+
+// BuildError is a go command that failed. Its message carries the command
+// line and the last lines of the command's output.
+type BuildError struct {
+	// Command is the command line, led by the environment it set.
+	Command string
+	// Dir is the directory it ran in.
+	Dir string
+	// Output holds the last lines of its output.
+	Output []string
+	// Err is how it failed.
+	Err error
+}
+
+func (e *BuildError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (in %s): %v", e.Command, e.Dir, e.Err)
+	if len(e.Output) > 0 {
+		b.WriteString("\nlast lines of output:")
+		for _, l := range e.Output {
+			b.WriteString("\n  " + l)
+		}
+	}
+	return b.String()
+}
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// build builds req's binary into path, unless another caller does it first.
+func build(ctx context.Context, req Request, path string) (string, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating the binary cache: %w", err)
+	}
+	lockPath := filepath.Join(dir, req.Name+".lock")
+	unlock, err := lockFile(ctx, lockPath, req.ProgressInterval, func(waited time.Duration) {
+		fmt.Fprintf(req.Progress, "waiting for another build of %s %s to finish (lock %s), %s elapsed\n",
+			req.Name, req.Version, lockPath, waited.Round(time.Second))
+	})
+	if err != nil {
+		return "", fmt.Errorf("locking the cache of %s %s: %w", req.Name, req.Version, err)
+	}
+	defer unlock()
+	if isFile(path) {
+		// Built by another caller while this one waited for the lock.
+		return path, nil
+	}
+
+	fmt.Fprintf(req.Progress, "building %s %s from the Go module proxy into %s; a cold build takes %s, later runs reuse the cache\n",
+		req.Name, req.Version, dir, coldBuildEstimate(req.Name))
+	modDir, err := os.MkdirTemp(dir, ".module-"+req.Name+"-")
+	if err != nil {
+		return "", fmt.Errorf("creating a build module for %s %s: %w", req.Name, req.Version, err)
+	}
+	defer os.RemoveAll(modDir)
+
+	goMod, ldflags, err := prepareModule(ctx, req, modDir)
+	if err != nil {
+		return "", fmt.Errorf("preparing the build of %s %s: %w", req.Name, req.Version, err)
+	}
+	if err := os.WriteFile(filepath.Join(modDir, "go.mod"), goMod, 0o644); err != nil {
+		return "", fmt.Errorf("preparing the build of %s %s: %w", req.Name, req.Version, err)
+	}
+
+	tmp, err := os.CreateTemp(dir, "."+req.Name+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpPath) // a no-op once renamed
+
+	start := time.Now()
+	args := []string{"build", "-v", "-trimpath", "-ldflags", ldflags, "-o", tmpPath, mainPackage(req.Name)}
+	compiled, err := runGo(ctx, req, modDir, buildEnv(), args, func(compiled int) {
+		fmt.Fprintf(req.Progress, "building %s %s: %d packages compiled, %s elapsed\n",
+			req.Name, req.Version, compiled, time.Since(start).Round(time.Second))
+	})
+	if err != nil {
+		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+	}
+	if err := os.Chmod(tmpPath, 0o755); err != nil {
+		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+	}
+	if err := os.Rename(tmpPath, path); err != nil {
+		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+	}
+	fmt.Fprintf(req.Progress, "built %s %s in %s (%d packages compiled): %s\n",
+		req.Name, req.Version, time.Since(start).Round(time.Second), compiled, path)
+	return path, nil
+}
+
+// buildEnv is the environment the go command runs with, beyond the caller's.
+// It matches the flags the binaries were always built with, so builds share
+// the go build cache. GOWORK=off keeps a go.work above the cache out of it.
+func buildEnv() []string {
+	return []string{"CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off"}
+}
+
+func coldBuildEstimate(name string) string {
+	switch name {
+	case KubeAPIServer:
+		return "about 10 minutes"
+	case KubeControllerManager:
+		return "about 10 minutes (3-4 once kube-apiserver is built)"
+	}
+	return "about a minute"
+}
+
+// moduleInfo is what `go mod download -json` reports about one module.
+type moduleInfo struct {
+	Path    string
+	Version string
+	Error   string
+	Info    string // path of the .info file
+	GoMod   string // path of the go.mod file
+}
+
+// prepareModule downloads the module to build and returns the go.mod of the
+// module that builds it and the linker flags.
+func prepareModule(ctx context.Context, req Request, modDir string) ([]byte, string, error) {
+	module := etcdServerModule
+	if req.Name != Etcd {
+		module = kubernetesModule
+	}
+	// A bare go.mod makes modDir the main module, whatever lies above it.
+	stub := []byte("module ccm-conformance.local/build/download\n")
+	if err := os.WriteFile(filepath.Join(modDir, "go.mod"), stub, 0o644); err != nil {
+		return nil, "", err
+	}
+	info, err := downloadModule(ctx, req, modDir, module+"@"+req.Version)
+	if err != nil {
+		return nil, "", err
+	}
+	upstream, err := os.ReadFile(info.GoMod)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the go.mod of %s@%s: %w", module, req.Version, err)
+	}
+	if req.Name == Etcd {
+		goMod, err := EtcdGoMod(upstream, req.Version)
+		return goMod, "", err
+	}
+	goMod, err := KubernetesGoMod(upstream, req.Version)
+	if err != nil {
+		return nil, "", err
+	}
+	v, _ := parseKubernetesVersion(req.Version) // validated by withDefaults
+	return goMod, kubernetesLDFlags(v, releaseTime(info.Info)), nil
+}
+
+func downloadModule(ctx context.Context, req Request, dir, modVersion string) (moduleInfo, error) {
+	var out strings.Builder
+	cmd := exec.CommandContext(ctx, req.Go, "mod", "download", "-json", modVersion)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), buildEnv()...)
+	cmd.Stdout = &out
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	var info moduleInfo
+	if err := json.Unmarshal([]byte(out.String()), &info); err != nil || runErr != nil || info.Error != "" || info.GoMod == "" {
+		if runErr == nil && info.Error != "" {
+			runErr = errors.New(info.Error)
+		}
+		if runErr == nil {
+			runErr = fmt.Errorf("unexpected output %q", out.String())
+		}
+		lines := tailLines(stderr.String()+out.String(), outputTailLines)
+		return info, &BuildError{Command: commandLine(req.Go, buildEnv(), cmd.Args[1:]), Dir: dir, Output: lines, Err: runErr}
+	}
+	return info, nil
+}
+
+// releaseTime returns the time the module proxy recorded for a release, as
+// Kubernetes formats its build date, or "" if it is unknown.
+func releaseTime(infoPath string) string {
+	data, err := os.ReadFile(infoPath)
+	if err != nil {
+		return ""
+	}
+	var info struct{ Time time.Time }
+	if json.Unmarshal(data, &info) != nil || info.Time.IsZero() {
+		return ""
+	}
+	return info.Time.UTC().Format(time.RFC3339)
+}
+
+// kubernetesLDFlags returns the -X flags that make a binary report its
+// release, as Kubernetes's own build does (hack/lib/version.sh). buildDate
+// is the release's time on the module proxy, which keeps builds
+// reproducible; the git commit is not known and left unset.
+func kubernetesLDFlags(v kubernetesVersion, buildDate string) string {
+	var flags []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags,
+			"-X "+pkg+".gitVersion="+v.full,
+			"-X "+pkg+".gitMajor="+v.major,
+			"-X "+pkg+".gitMinor="+v.minor,
+			"-X "+pkg+".gitTreeState=clean",
+		)
+		if buildDate != "" {
+			flags = append(flags, "-X "+pkg+".buildDate="+buildDate)
+		}
+	}
+	return strings.Join(flags, " ")
+}
+
+// runGo runs the go command with args in dir, calling progress with the
+// number of packages compiled so far at most every req.ProgressInterval.
+// It returns the number of packages compiled.
+func runGo(ctx context.Context, req Request, dir string, env, args []string, progress func(compiled int)) (int, error) {
+	cmd := exec.CommandContext(ctx, req.Go, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = buildCancelDelay
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+
+	var (
+		mu       sync.Mutex
+		compiled int
+		tail     []string
+	)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			mu.Lock()
+			if isPackageLine(line) {
+				compiled++
+			}
+			tail = append(tail, line)
+			if len(tail) > outputTailLines {
+				tail = tail[len(tail)-outputTailLines:]
+			}
+			mu.Unlock()
+		}
+		io.Copy(io.Discard, pr) // a line too long for the scanner must not block the command
+	}()
+	snapshot := func() (int, []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return compiled, slices.Clone(tail)
+	}
+
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		<-scanned
+		return 0, &BuildError{Command: commandLine(req.Go, env, args), Dir: dir, Err: err}
+	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		waited <- err
+	}()
+	ticker := time.NewTicker(req.ProgressInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case err := <-waited:
+			<-scanned
+			n, lines := snapshot()
+			if err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+				}
+				return n, &BuildError{Command: commandLine(req.Go, env, args), Dir: dir, Output: lines, Err: err}
+			}
+			return n, nil
+		case <-ticker.C:
+			n, _ := snapshot()
+			progress(n)
+		}
+	}
+}
+
+// isPackageLine reports whether a line of `go build -v` output names a
+// package being compiled rather than, say, a module being downloaded.
+func isPackageLine(line string) bool {
+	return line != "" && !strings.HasPrefix(line, "go: ") && !strings.HasPrefix(line, "#") &&
+		!strings.ContainsAny(line, " \t:")
+}
+
+func tailLines(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// commandLine renders a command as a shell would take it, led by its
+// environment overrides.
+func commandLine(name string, env, args []string) string {
+	parts := make([]string, 0, len(env)+1+len(args))
+	for _, e := range env {
+		parts = append(parts, shellQuote(e))
+	}
+	parts = append(parts, shellQuote(name))
+	for _, a := range args {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`;&|<>*?()[]{}!#~") {
+		return s
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,250 @@
+// Package k8sbin provides the control-plane binaries of the embedded local
+// cluster: kube-apiserver and kube-controller-manager at a Kubernetes release,
+// and etcd at an etcd release.
+//
+// A binary comes from one of two places. If its environment override
+// (EnvKubeAPIServer, EnvKubeControllerManager, EnvEtcd) is set, that file is
+// used as is. Otherwise it is built once from the Go module proxy and kept in a
+// per-version cache:
+//
+//	<root>/bin/kubernetes-<version>/kube-apiserver
+//	<root>/bin/kubernetes-<version>/kube-controller-manager
+//	<root>/bin/etcd-<version>/etcd
+//
+// where <root> is $CCM_CONFORMANCE_CACHE, or os.UserCacheDir()/ccm-conformance.
+// Builds of one binary are serialized by an flock on <name>.lock beside it, and
+// a binary appears in the cache only by rename, complete; so parallel tests and
+// concurrent processes share the cache safely.
+package k8sbin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// Names of the binaries Ensure provides.
+const (
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	Etcd                  = "etcd"
+)
+
+// DefaultEtcdVersion is the etcd release built when a Request for Etcd names
+// no version.
+const DefaultEtcdVersion = "v3.6.16"
+
+// Environment variables read by Ensure.
+const (
+	// EnvCacheDir overrides the cache root.
+	EnvCacheDir = "CCM_CONFORMANCE_CACHE"
+	// EnvKubeAPIServer names a pre-built kube-apiserver to use instead of building one.
+	EnvKubeAPIServer = "CCM_CONFORMANCE_KUBE_APISERVER"
+	// EnvKubeControllerManager names a pre-built kube-controller-manager.
+	EnvKubeControllerManager = "CCM_CONFORMANCE_KUBE_CONTROLLER_MANAGER"
+	// EnvEtcd names a pre-built etcd.
+	EnvEtcd = "CCM_CONFORMANCE_ETCD"
+)
+
+// DefaultProgressInterval is how often a running build reports progress.
+const DefaultProgressInterval = 10 * time.Second
+
+// Request says which binary Ensure provides and how.
+type Request struct {
+	// Name is the binary: KubeAPIServer, KubeControllerManager or Etcd. Required.
+	Name string
+
+	// Version is a Kubernetes release such as "v1.37.2" for the Kubernetes
+	// binaries (required), or an etcd v3 release such as "v3.6.16" for Etcd
+	// (default DefaultEtcdVersion).
+	Version string
+
+	// CacheDir is the cache root. Default: $CCM_CONFORMANCE_CACHE if set,
+	// else os.UserCacheDir()/ccm-conformance.
+	CacheDir string
+
+	// Progress receives human-readable lines while a binary is built or while
+	// Ensure waits for another process's build. Default: discarded.
+	Progress io.Writer
+
+	// ProgressInterval is the least time between two progress lines of a
+	// running build. Default: DefaultProgressInterval.
+	ProgressInterval time.Duration
+
+	// Getenv looks up the environment overrides. Default: os.Getenv.
+	Getenv func(string) string
+
+	// Go is the go command used to build. Default: "go" found in PATH.
+	Go string
+}
+
+// Ensure returns the path of an executable for req, building it into the
+// cache first if it is not there yet. A build honours ctx: cancelling it kills
+// the go command and leaves the cache as it was.
+func Ensure(ctx context.Context, req Request) (string, error) {
+	req, err := withDefaults(req)
+	if err != nil {
+		return "", err
+	}
+	if path, ok, err := override(req.Name, req.Getenv); ok || err != nil {
+		return path, err
+	}
+	root := req.CacheDir
+	if root == "" {
+		if root, err = CacheRoot(req.Getenv); err != nil {
+			return "", err
+		}
+	}
+	path, err := BinaryPath(root, req.Name, req.Version)
+	if err != nil {
+		return "", err
+	}
+	if isFile(path) {
+		return path, nil
+	}
+	return build(ctx, req, path)
+}
+
+func withDefaults(req Request) (Request, error) {
+	if req.Getenv == nil {
+		req.Getenv = os.Getenv
+	}
+	if req.Progress == nil {
+		req.Progress = io.Discard
+	}
+	if req.ProgressInterval <= 0 {
+		req.ProgressInterval = DefaultProgressInterval
+	}
+	if req.Go == "" {
+		req.Go = "go"
+	}
+	switch req.Name {
+	case KubeAPIServer, KubeControllerManager:
+		if _, err := parseKubernetesVersion(req.Version); err != nil {
+			return req, err
+		}
+	case Etcd:
+		if req.Version == "" {
+			req.Version = DefaultEtcdVersion
+		}
+		if !etcdVersionRE.MatchString(req.Version) {
+			return req, fmt.Errorf("etcd version %q: want an etcd v3 release such as %s", req.Version, DefaultEtcdVersion)
+		}
+	default:
+		return req, fmt.Errorf("unknown binary %q: want %s, %s or %s", req.Name, KubeAPIServer, KubeControllerManager, Etcd)
+	}
+	return req, nil
+}
+
+// EnvVar returns the environment variable that overrides the binary name, or
+// "" for an unknown name.
+func EnvVar(name string) string {
+	switch name {
+	case KubeAPIServer:
+		return EnvKubeAPIServer
+	case KubeControllerManager:
+		return EnvKubeControllerManager
+	case Etcd:
+		return EnvEtcd
+	}
+	return ""
+}
+
+// override reports the pre-built binary named by the environment, if any.
+func override(name string, getenv func(string) string) (string, bool, error) {
+	env := EnvVar(name)
+	value := getenv(env)
+	if env == "" || value == "" {
+		return "", false, nil
+	}
+	path, err := filepath.Abs(value)
+	if err != nil {
+		return "", true, fmt.Errorf("%s=%q: %w", env, value, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", true, fmt.Errorf("%s=%q: pre-built %s: %w", env, value, name, err)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		return "", true, fmt.Errorf("%s=%q: pre-built %s is not an executable file", env, value, name)
+	}
+	return path, true, nil
+}
+
+// CacheRoot returns the root of the binary cache: $CCM_CONFORMANCE_CACHE if
+// set (through getenv; nil means os.Getenv), else
+// os.UserCacheDir()/ccm-conformance.
+func CacheRoot(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if dir := getenv(EnvCacheDir); dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", fmt.Errorf("%s=%q: %w", EnvCacheDir, dir, err)
+		}
+		return abs, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locating the binary cache (set %s to choose one): %w", EnvCacheDir, err)
+	}
+	return filepath.Join(dir, "ccm-conformance"), nil
+}
+
+// BinaryPath returns where the cache under root keeps binary name at version.
+func BinaryPath(root, name, version string) (string, error) {
+	switch name {
+	case KubeAPIServer, KubeControllerManager:
+		if _, err := parseKubernetesVersion(version); err != nil {
+			return "", err
+		}
+		return filepath.Join(root, "bin", "kubernetes-"+version, name), nil
+	case Etcd:
+		if !etcdVersionRE.MatchString(version) {
+			return "", fmt.Errorf("etcd version %q: want an etcd v3 release such as %s", version, DefaultEtcdVersion)
+		}
+		return filepath.Join(root, "bin", "etcd-"+version, name), nil
+	}
+	return "", fmt.Errorf("unknown binary %q: want %s, %s or %s", name, KubeAPIServer, KubeControllerManager, Etcd)
+}
+
+var (
+	kubernetesVersionRE = regexp.MustCompile(`^v1\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+	etcdVersionRE       = regexp.MustCompile(`^v3\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+)
+
+// kubernetesVersion is a parsed Kubernetes release version.
+type kubernetesVersion struct {
+	full    string // v1.37.2
+	major   string // 1
+	minor   string // 37
+	staging string // v0.37.2: the release of the staging modules
+}
+
+func parseKubernetesVersion(v string) (kubernetesVersion, error) {
+	m := kubernetesVersionRE.FindStringSubmatch(v)
+	if m == nil {
+		return kubernetesVersion{}, fmt.Errorf("kubernetes version %q: want a release such as v1.37.2", v)
+	}
+	return kubernetesVersion{
+		full:    v,
+		major:   "1",
+		minor:   m[1],
+		staging: "v0." + m[1] + "." + m[2] + m[3],
+	}, nil
+}
+
+func isFile(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// errNoStaging is returned when a k8s.io/kubernetes go.mod has no staging
+// replacements, which means it is not the go.mod it should be.
+var errNoStaging = errors.New("no ./staging replacements found")

@@ -1,0 +1,4 @@
+module k8s.io/kubernetes
+
+require (
+	k8s.io/api
