@@ -1,0 +1,107 @@
+// Command reference-cloud serves the reference provider's simulated cloud
+// API until it receives SIGINT or SIGTERM.
+//
+//	reference-cloud --listen unix:///tmp/cloud.sock
+//
+// It logs one line per request on stderr. See docs/reference-provider.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("reference-cloud", flag.ContinueOnError)
+	listen := fs.String("listen", "", "where to serve the cloud API: unix:///path/cloud.sock or tcp://127.0.0.1:PORT (required)")
+	seed := fs.Uint64("seed", 1, "seed of the random numbers behind fault error rates")
+	nodeRange := fs.String("node-ip-range", "127.64.0.0/16", "IPv4 range of instance InternalIPs; keep it on loopback so simulated nodes can listen on them")
+	ingressRange := fs.String("ingress-ip-range", "127.65.0.0/16", "IPv4 range of load balancer ingress IPs; load balancers listen on them, so two clouds on one machine need different ranges")
+	noDataPath := fs.Bool("no-data-path", false, "keep load balancers as records only; nothing listens on their ingress IPs")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	logger := log.New(os.Stderr, "reference-cloud: ", log.LstdFlags|log.Lmicroseconds)
+	if *listen == "" || fs.NArg() > 0 {
+		logger.Print("usage: reference-cloud --listen unix:///path/cloud.sock [flags]")
+		return 2
+	}
+	opts := cloudapi.Options{Logf: logger.Printf, Seed: *seed, DisableDataPath: *noDataPath}
+	var err error
+	if opts.NodeIPRange, err = parseIPv4Range(*nodeRange); err != nil {
+		logger.Printf("--node-ip-range: %v", err)
+		return 2
+	}
+	if opts.IngressIPRange, err = parseIPv4Range(*ingressRange); err != nil {
+		logger.Printf("--ingress-ip-range: %v", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, *listen, opts, logger); err != nil {
+		logger.Print(err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs the cloud on endpoint until ctx ends, then closes the
+// listener (removing a unix socket) and every load balancer.
+func serve(ctx context.Context, endpoint string, opts cloudapi.Options, logger *log.Logger) error {
+	l, err := cloudapi.Listen(endpoint)
+	if err != nil {
+		return err
+	}
+	cloud := cloudapi.NewServer(opts)
+	defer cloud.Close()
+	hs := &http.Server{Handler: cloud.Handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(l) }()
+	logger.Printf("serving the cloud API on %s", endpoint)
+
+	select {
+	case err := <-done: // Serve failed on its own
+		_ = l.Close()
+		return fmt.Errorf("serving on %s: %w", endpoint, err)
+	case <-ctx.Done():
+	}
+	logger.Print("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = hs.Shutdown(shutdownCtx) // closes l, which removes a unix socket
+	if serveErr := <-done; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	if err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+func parseIPv4Range(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("%s is not an IPv4 range", s)
+	}
+	return p.Masked(), nil
+}
