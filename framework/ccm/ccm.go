@@ -1,0 +1,199 @@
+// Package ccm starts and stops the cloud-controller-manager under test when
+// the harness runs it as a local process.
+package ccm
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
+)
+
+// BinaryOptions describe a CCM run from a local executable.
+type BinaryOptions struct {
+	// Path of the executable.
+	Path string
+	// Args from the profile, already expanded.
+	Args []string
+	// Env is the complete environment.
+	Env []string
+	// Kubeconfig is passed as --kubeconfig, --authentication-kubeconfig and
+	// --authorization-kubeconfig unless Args set them.
+	Kubeconfig string
+	// LogPath receives the CCM's output.
+	LogPath string
+	// Name in messages; default "ccm".
+	Name string
+}
+
+// Process is a CCM running as a child of the harness.
+type Process struct {
+	proc       *proc.Process
+	securePort int
+	command    []string
+}
+
+// StartBinary starts the CCM. It adds the flags the harness needs unless
+// the profile's args set them: the kubeconfigs, --bind-address=127.0.0.1
+// and a free --secure-port, so that several CCMs never collide.
+func StartBinary(opts BinaryOptions) (*Process, error) {
+	if opts.Name == "" {
+		opts.Name = "ccm"
+	}
+	info, err := os.Stat(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("ccm binary %s: %w", opts.Path, err)
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("ccm binary %s: not an executable file", opts.Path)
+	}
+	args := append([]string{}, opts.Args...)
+	for _, flag := range []string{"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"} {
+		if _, ok := FlagValue(args, flag); !ok {
+			args = append(args, "--"+flag+"="+opts.Kubeconfig)
+		}
+	}
+	if _, ok := FlagValue(args, "bind-address"); !ok {
+		args = append(args, "--bind-address=127.0.0.1")
+	}
+	port := 0
+	if v, ok := FlagValue(args, "secure-port"); ok {
+		port, err = strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("ccm args: --secure-port=%q is not a number", v)
+		}
+	} else {
+		port, err = FreePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--secure-port="+strconv.Itoa(port))
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
+		return nil, err
+	}
+	command := append([]string{opts.Path}, args...)
+	p, err := proc.Start(proc.Options{Name: opts.Name, Command: command, Env: opts.Env, LogPath: opts.LogPath})
+	if err != nil {
+		return nil, err
+	}
+	return &Process{proc: p, securePort: port, command: command}, nil
+}
+
+// SecurePort is where the CCM serves /healthz.
+func (p *Process) SecurePort() int { return p.securePort }
+
+// CommandLine is how the CCM was started.
+func (p *Process) CommandLine() string { return proc.CommandLine(p.command) }
+
+// Pid is the CCM's process ID.
+func (p *Process) Pid() int { return p.proc.Pid() }
+
+// Log returns everything the CCM has logged so far.
+func (p *Process) Log(ctx context.Context) (string, error) { return p.proc.Log(ctx) }
+
+// Exited reports whether the CCM has ended.
+func (p *Process) Exited() bool {
+	done, _ := p.proc.Exited()
+	return done
+}
+
+// WaitReady waits until /healthz answers 200. It fails at once, quoting the
+// CCM's last log lines, if the process exits first.
+func (p *Process) WaitReady(ctx context.Context, timeout, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", p.securePort)
+	client := insecureClient()
+	var last string
+	for {
+		if exited, _ := p.proc.Exited(); exited {
+			return p.proc.ExitError()
+		}
+		status, body, err := get(ctx, client, url)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case status == http.StatusOK:
+			return nil
+		default:
+			last = fmt.Sprintf("HTTP %d: %s", status, strings.TrimSpace(body))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ccm not healthy at %s within %s (last answer: %s); last log lines:\n%s", url, timeout, last, p.proc.Tail(15))
+		case <-p.proc.Done():
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Healthz returns the body of /healthz?verbose, which lists each check.
+func (p *Process) Healthz(ctx context.Context) (int, string, error) {
+	return get(ctx, insecureClient(), fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", p.securePort))
+}
+
+// Stop ends the CCM: SIGTERM, then SIGKILL after the grace period.
+func (p *Process) Stop(ctx context.Context) error {
+	return p.proc.Stop(ctx, 10*time.Second)
+}
+
+func insecureClient() *http.Client {
+	// The CCM serves a self-signed certificate on loopback; only its health
+	// is read over this connection.
+	return &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+	}
+}
+
+func get(ctx context.Context, client *http.Client, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(body), err
+}
+
+// FlagValue finds --name=value or --name value in args.
+func FlagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		switch {
+		case a == "--"+name || a == "-"+name:
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", true
+		case strings.HasPrefix(a, "--"+name+"="):
+			return strings.TrimPrefix(a, "--"+name+"="), true
+		case strings.HasPrefix(a, "-"+name+"="):
+			return strings.TrimPrefix(a, "-"+name+"="), true
+		}
+	}
+	return "", false
+}
+
+// FreePort asks the kernel for a free TCP port on loopback.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,277 @@
+// Package clouddriver is the harness side of the cloud-driver protocol: it
+// runs a provider's driver executable with a verb and JSON on stdin, and
+// decodes the JSON it prints. See docs/cloud-driver.md.
+package clouddriver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Driver runs one provider's cloud driver.
+type Driver struct {
+	command []string
+	env     []string
+	timeout time.Duration
+	info    Info
+}
+
+// Options configure a Driver.
+type Options struct {
+	// Command is the driver executable and its fixed arguments.
+	Command []string
+	// Env is the complete environment of the driver process.
+	Env []string
+	// CallTimeout bounds one call. Default 30s.
+	CallTimeout time.Duration
+}
+
+// Error is a failed driver call. Its message names the verb and quotes what
+// the driver wrote on stderr, so a spec failure shows the provider's reason.
+type Error struct {
+	Verb     Verb
+	Command  string
+	ExitCode int
+	Stderr   string
+	Reason   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cloud driver %q: %s", string(e.Verb), e.Reason)
+	if e.ExitCode != 0 {
+		fmt.Fprintf(&b, " (exit code %d)", e.ExitCode)
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		fmt.Fprintf(&b, "; stderr: %s", truncate(s, 2000))
+	}
+	return b.String()
+}
+
+// ExitNotFound is the exit code a driver uses for "no such object".
+const ExitNotFound = 3
+
+// IsNotFound reports whether err is a driver's "no such object" answer.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.ExitCode == ExitNotFound
+}
+
+// UnsupportedError says the driver does not implement a verb.
+type UnsupportedError struct{ Verb Verb }
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("cloud driver does not implement %q", string(e.Verb))
+}
+
+// New runs the driver's handshake and returns a Driver ready for calls.
+func New(ctx context.Context, opts Options) (*Driver, error) {
+	if len(opts.Command) == 0 {
+		return nil, errors.New("cloud driver: no command")
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 30 * time.Second
+	}
+	d := &Driver{command: opts.Command, env: opts.Env, timeout: opts.CallTimeout}
+	if err := d.call(ctx, VerbInfo, struct{}{}, &d.info); err != nil {
+		return nil, err
+	}
+	if d.info.ProtocolVersion != ProtocolVersion {
+		return nil, &Error{Verb: VerbInfo, Command: d.commandLine(VerbInfo),
+			Reason: fmt.Sprintf("speaks protocol %q, the harness speaks %q", d.info.ProtocolVersion, ProtocolVersion)}
+	}
+	return d, nil
+}
+
+// Info is the driver's handshake answer.
+func (d *Driver) Info() Info { return d.info }
+
+// Supports reports whether the driver listed verb in its handshake.
+func (d *Driver) Supports(verb Verb) bool {
+	if d == nil {
+		return false
+	}
+	for _, v := range d.info.Verbs {
+		if v == verb {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Driver) commandLine(verb Verb) string {
+	return strings.Join(append(append([]string{}, d.command...), strings.Fields(string(verb))...), " ")
+}
+
+// call runs one verb. resp must be a pointer to the response struct.
+func (d *Driver) call(ctx context.Context, verb Verb, req, resp any) error {
+	if verb != VerbInfo && !d.Supports(verb) {
+		return &UnsupportedError{Verb: verb}
+	}
+	input, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("cloud driver %q: encoding request: %w", string(verb), err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+
+	args := append(append([]string{}, d.command[1:]...), strings.Fields(string(verb))...)
+	cmd := exec.CommandContext(ctx, d.command[0], args...)
+	cmd.Env = d.env
+	cmd.Stdin = bytes.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 2 * time.Second
+
+	fail := func(reason string, exit int) error {
+		return &Error{Verb: verb, Command: d.commandLine(verb), ExitCode: exit, Stderr: stderr.String(), Reason: reason}
+	}
+	runErr := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return fail(fmt.Sprintf("did not answer within %s", d.timeout), 0)
+	}
+	if runErr != nil {
+		var exitErr *exec.ExitError
+		if errors.As(runErr, &exitErr) {
+			return fail("failed", exitErr.ExitCode())
+		}
+		return fail(fmt.Sprintf("could not run %s: %v", d.command[0], runErr), 0)
+	}
+	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
+	if err := dec.Decode(resp); err != nil {
+		return fail(fmt.Sprintf("answered with invalid JSON (%v): %q", err, truncate(stdout.String(), 500)), 0)
+	}
+	if dec.More() {
+		return fail(fmt.Sprintf("printed more than one JSON value: %q", truncate(stdout.String(), 500)), 0)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// ListInstances returns every instance the cloud has.
+func (d *Driver) ListInstances(ctx context.Context) ([]Instance, error) {
+	var resp struct {
+		Instances []Instance `json:"instances"`
+	}
+	err := d.call(ctx, VerbInstancesList, struct{}{}, &resp)
+	return resp.Instances, err
+}
+
+type byName struct {
+	Name string `json:"name"`
+}
+
+// GetInstance returns the named instance.
+func (d *Driver) GetInstance(ctx context.Context, name string) (*Instance, error) {
+	var resp struct {
+		Instance *Instance `json:"instance"`
+	}
+	if err := d.call(ctx, VerbInstanceGet, byName{name}, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Instance == nil {
+		return nil, &Error{Verb: VerbInstanceGet, Command: d.commandLine(VerbInstanceGet), Reason: `answered without an "instance"`}
+	}
+	return resp.Instance, nil
+}
+
+// CreateInstance makes a running instance.
+func (d *Driver) CreateInstance(ctx context.Context, req CreateInstanceRequest) (*Instance, error) {
+	var resp struct {
+		Instance *Instance `json:"instance"`
+	}
+	if err := d.call(ctx, VerbInstanceCreate, req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Instance == nil {
+		return nil, &Error{Verb: VerbInstanceCreate, Command: d.commandLine(VerbInstanceCreate), Reason: `answered without an "instance"`}
+	}
+	return resp.Instance, nil
+}
+
+// DeleteInstance deletes the named instance.
+func (d *Driver) DeleteInstance(ctx context.Context, name string) error {
+	return d.call(ctx, VerbInstanceDelete, byName{name}, &struct{}{})
+}
+
+// StopInstance stops the named instance; it keeps existing.
+func (d *Driver) StopInstance(ctx context.Context, name string) error {
+	return d.call(ctx, VerbInstanceStop, byName{name}, &struct{}{})
+}
+
+// StartInstance starts the named instance again.
+func (d *Driver) StartInstance(ctx context.Context, name string) error {
+	return d.call(ctx, VerbInstanceStart, byName{name}, &struct{}{})
+}
+
+// SetInstanceAddresses replaces the addresses of the named instance.
+func (d *Driver) SetInstanceAddresses(ctx context.Context, name string, addrs []Address) (*Instance, error) {
+	req := struct {
+		Name      string    `json:"name"`
+		Addresses []Address `json:"addresses"`
+	}{name, addrs}
+	var resp struct {
+		Instance *Instance `json:"instance"`
+	}
+	if err := d.call(ctx, VerbInstanceSetAddresses, req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Instance == nil {
+		return nil, &Error{Verb: VerbInstanceSetAddresses, Command: d.commandLine(VerbInstanceSetAddresses), Reason: `answered without an "instance"`}
+	}
+	return resp.Instance, nil
+}
+
+// GetLoadBalancer returns the cloud's load balancer for a Service.
+func (d *Driver) GetLoadBalancer(ctx context.Context, svc ServiceRef) (*LoadBalancer, error) {
+	var resp struct {
+		LoadBalancer *LoadBalancer `json:"loadBalancer"`
+	}
+	if err := d.call(ctx, VerbLoadBalancerGet, svc, &resp); err != nil {
+		return nil, err
+	}
+	if resp.LoadBalancer == nil {
+		return nil, &Error{Verb: VerbLoadBalancerGet, Command: d.commandLine(VerbLoadBalancerGet), Reason: `answered without a "loadBalancer"`}
+	}
+	return resp.LoadBalancer, nil
+}
+
+// ListRoutes returns every cloud route.
+func (d *Driver) ListRoutes(ctx context.Context) ([]Route, error) {
+	var resp struct {
+		Routes []Route `json:"routes"`
+	}
+	err := d.call(ctx, VerbRoutesList, struct{}{}, &resp)
+	return resp.Routes, err
+}
+
+// CreateRoute makes a route out of band, as an operator would.
+func (d *Driver) CreateRoute(ctx context.Context, nodeName, cidr string) (*Route, error) {
+	req := struct {
+		NodeName        string `json:"nodeName"`
+		DestinationCIDR string `json:"destinationCIDR"`
+	}{nodeName, cidr}
+	var resp struct {
+		Route *Route `json:"route"`
+	}
+	if err := d.call(ctx, VerbRouteCreate, req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Route == nil {
+		return nil, &Error{Verb: VerbRouteCreate, Command: d.commandLine(VerbRouteCreate), Reason: `answered without a "route"`}
+	}
+	return resp.Route, nil
+}

@@ -1,0 +1,100 @@
+package clouddriver
+
+// ProtocolVersion is the cloud-driver protocol this harness speaks.
+const ProtocolVersion = "v1"
+
+// Verb is one operation of the protocol, as the words passed to the driver.
+type Verb string
+
+// The verbs of protocol v1 (docs/cloud-driver.md).
+const (
+	VerbInfo                 Verb = "info"
+	VerbInstancesList        Verb = "instances list"
+	VerbInstanceGet          Verb = "instance get"
+	VerbInstanceCreate       Verb = "instance create"
+	VerbInstanceDelete       Verb = "instance delete"
+	VerbInstanceStop         Verb = "instance stop"
+	VerbInstanceStart        Verb = "instance start"
+	VerbInstanceSetAddresses Verb = "instance set-addresses"
+	VerbLoadBalancerGet      Verb = "loadbalancer get"
+	VerbRoutesList           Verb = "routes list"
+	VerbRouteCreate          Verb = "route create"
+)
+
+// Info is the driver's answer to the handshake.
+type Info struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	Provider        string `json:"provider"`
+	Verbs           []Verb `json:"verbs"`
+}
+
+// Address is one address of an instance; Type is a Kubernetes
+// NodeAddressType name.
+type Address struct {
+	Type    string `json:"type"`
+	Address string `json:"address"`
+}
+
+// Instance is a machine as the cloud reports it.
+type Instance struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	ProviderID   string    `json:"providerID"`
+	Zone         string    `json:"zone"`
+	Region       string    `json:"region"`
+	InstanceType string    `json:"instanceType"`
+	State        string    `json:"state"`
+	Addresses    []Address `json:"addresses"`
+}
+
+// Instance states.
+const (
+	StateRunning = "running"
+	StateStopped = "stopped"
+)
+
+// CreateInstanceRequest asks for a new running instance.
+type CreateInstanceRequest struct {
+	Name         string   `json:"name"`
+	Zone         string   `json:"zone,omitempty"`
+	InstanceType string   `json:"instanceType,omitempty"`
+	IPFamilies   []string `json:"ipFamilies,omitempty"`
+}
+
+// ServiceRef names the Service whose load balancer is asked for.
+type ServiceRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// Ingress is one address a load balancer serves on.
+type Ingress struct {
+	IP       string `json:"ip,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// Port is one listener of a load balancer.
+type Port struct {
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	NodePort int32  `json:"nodePort"`
+}
+
+// LoadBalancer is the cloud's view of a Service's load balancer.
+type LoadBalancer struct {
+	Exists              bool      `json:"exists"`
+	Name                string    `json:"name,omitempty"`
+	Ingress             []Ingress `json:"ingress,omitempty"`
+	Ports               []Port    `json:"ports,omitempty"`
+	Backends            []string  `json:"backends,omitempty"`
+	SourceRanges        []string  `json:"sourceRanges,omitempty"`
+	HealthCheckNodePort int32     `json:"healthCheckNodePort,omitempty"`
+}
+
+// Route is a cloud route to a node.
+type Route struct {
+	Name            string `json:"name"`
+	NodeName        string `json:"nodeName"`
+	DestinationCIDR string `json:"destinationCIDR"`
+}

@@ -1,0 +1,132 @@
+// Package framework is the library the conformance suites are written
+// against. A suite receives a *Framework when its specs are declared and
+// uses it when they run: by then the runner has filled in the cluster
+// clients, the profile, the cloud driver and, on clusters whose nodes the
+// harness simulates, the machines.
+//
+// Helpers here return errors; only specs call Expect.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// Suite is one capability's set of specs.
+type Suite struct {
+	// Name is the suite's short name, also used in report file names.
+	Name string
+	// Declare declares the suite's specs; it runs before the cluster exists,
+	// so it must only capture f, never use it.
+	Declare func(f *Framework)
+}
+
+// CCMLogs gives access to the log of the CCM under test, so that a spec can
+// quote the CCM's own reason for a failure.
+type CCMLogs interface {
+	// Log returns everything the CCM has logged so far.
+	Log(ctx context.Context) (string, error)
+}
+
+// Framework is what a spec sees of the run.
+type Framework struct {
+	// Profile is the provider profile of this run.
+	Profile *profile.Profile
+	// Config and Client reach the cluster under test as its admin.
+	Config *rest.Config
+	Client kubernetes.Interface
+	// Driver is the provider's cloud driver, or nil if the profile has none.
+	Driver *clouddriver.Driver
+	// Machines adds simulated machines (a cloud instance plus a simulated
+	// kubelet). Nil where the cluster's nodes are real.
+	Machines *Machines
+	// CCM is the log of the CCM under test, or nil when it is unknown.
+	CCM CCMLogs
+}
+
+// Timeout returns the profile's value for a named wait.
+func (f *Framework) Timeout(n profile.TimeoutName) time.Duration {
+	return f.Profile.Timeout(n)
+}
+
+// PollInterval is how often waits that cannot watch ask again.
+func (f *Framework) PollInterval() time.Duration {
+	return f.Profile.Timeout(profile.PollInterval)
+}
+
+// capabilityLabels are the ginkgo labels that name a required capability.
+func capabilityLabels(labels []string) []profile.Capability {
+	var out []profile.Capability
+	for _, l := range labels {
+		if c := profile.Capability(l); c.Known() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// MissingCapabilities returns the capabilities among labels that the
+// profile does not claim.
+func (f *Framework) MissingCapabilities(labels []string) []profile.Capability {
+	var missing []profile.Capability
+	for _, c := range capabilityLabels(labels) {
+		if !f.Profile.Has(c) {
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// SkipUnlessCapable skips the current spec when the profile lacks one of
+// the capabilities its labels name, and says which. The runner calls it
+// before every spec.
+func (f *Framework) SkipUnlessCapable() {
+	missing := f.MissingCapabilities(ginkgo.CurrentSpecReport().Labels())
+	if len(missing) == 0 {
+		return
+	}
+	names := make([]string, len(missing))
+	for i, c := range missing {
+		names[i] = string(c)
+	}
+	ginkgo.Skip(fmt.Sprintf("profile %q does not declare capability %s", f.Profile.Name, strings.Join(names, ", ")))
+}
+
+// RequireDriverVerbs skips the current spec when the cloud driver is
+// missing or does not implement every verb.
+func (f *Framework) RequireDriverVerbs(verbs ...clouddriver.Verb) {
+	if f.Driver == nil {
+		ginkgo.Skip(fmt.Sprintf("profile %q has no cloud driver; this spec needs %s", f.Profile.Name, quoteVerbs(verbs)))
+	}
+	for _, v := range verbs {
+		if !f.Driver.Supports(v) {
+			ginkgo.Skip(fmt.Sprintf("cloud driver does not implement %q", string(v)))
+		}
+	}
+}
+
+// RequireMachines skips the current spec unless the harness can add
+// simulated machines to this cluster.
+func (f *Framework) RequireMachines() {
+	if f.Machines == nil {
+		ginkgo.Skip("this cluster's nodes are real machines; the spec needs simulated ones (local backend)")
+	}
+	f.RequireDriverVerbs(clouddriver.VerbInstanceCreate, clouddriver.VerbInstanceDelete)
+}
+
+func quoteVerbs(verbs []clouddriver.Verb) string {
+	q := make([]string, len(verbs))
+	for i, v := range verbs {
+		q[i] = fmt.Sprintf("%q", string(v))
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,160 @@
+// Package proc starts and stops the child processes of a run (the CCM under
+// test, profile services). A child gets its own process group, dies with
+// the harness (Pdeathsig), and writes stdout and stderr to a log file.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options describe one child process.
+type Options struct {
+	// Name identifies the process in errors.
+	Name string
+	// Command is the executable and its arguments.
+	Command []string
+	// Env is the complete environment; nil inherits the harness's.
+	Env []string
+	// LogPath receives stdout and stderr.
+	LogPath string
+}
+
+// Process is a running child.
+type Process struct {
+	opts    Options
+	cmd     *exec.Cmd
+	logFile *os.File
+	done    chan struct{}
+
+	mu      sync.Mutex
+	waitErr error
+}
+
+// Start runs the command. The executable must exist; the error names it.
+func Start(opts Options) (*Process, error) {
+	if len(opts.Command) == 0 {
+		return nil, fmt.Errorf("%s: empty command", opts.Name)
+	}
+	path, err := exec.LookPath(opts.Command[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: executable %s: %w", opts.Name, opts.Command[0], err)
+	}
+	logFile, err := os.OpenFile(opts.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log file: %w", opts.Name, err)
+	}
+	cmd := exec.Command(path, opts.Command[1:]...)
+	cmd.Env = opts.Env
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("%s: starting %s: %w", opts.Name, CommandLine(opts.Command), err)
+	}
+	p := &Process{opts: opts, cmd: cmd, logFile: logFile, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the child's process ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// ExitError describes a process that ended when it should not have. It
+// quotes the command line and the last lines of its log.
+func (p *Process) ExitError() error {
+	_, err := p.Exited()
+	state := "exited"
+	if err != nil {
+		state = err.Error()
+	}
+	return fmt.Errorf("%s %s (command: %s); last log lines:\n%s", p.opts.Name, state, CommandLine(p.opts.Command), p.Tail(15))
+}
+
+// Tail returns the last n lines of the log.
+func (p *Process) Tail(n int) string {
+	data, err := os.ReadFile(p.opts.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Log returns the whole log.
+func (p *Process) Log(context.Context) (string, error) {
+	data, err := os.ReadFile(p.opts.LogPath)
+	return string(bytes.ToValidUTF8(data, []byte("?"))), err
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL once grace has
+// passed or ctx ends. A process that already exited is not an error.
+func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
+	if exited, _ := p.Exited(); exited {
+		return nil
+	}
+	pgid := p.cmd.Process.Pid
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s: SIGTERM: %w", p.opts.Name, err)
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s: SIGKILL: %w", p.opts.Name, err)
+	}
+	<-p.done
+	return nil
+}
+
+// CommandLine renders a command for messages, quoting arguments with spaces.
+func CommandLine(command []string) string {
+	parts := make([]string, len(command))
+	for i, c := range command {
+		if c == "" || strings.ContainsAny(c, " \t\"'") {
+			parts[i] = fmt.Sprintf("%q", c)
+		} else {
+			parts[i] = c
+		}
+	}
+	return strings.Join(parts, " ")
+}

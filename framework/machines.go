@@ -1,0 +1,121 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
+)
+
+// Machines adds simulated machines to a cluster whose nodes the harness
+// simulates: a cloud instance made through the cloud driver, and a
+// simulated kubelet that registers the instance's name as a Node.
+type Machines struct {
+	driver     *clouddriver.Driver
+	kubelets   *nodes.Pool
+	ipFamilies []string
+}
+
+// NewMachines ties a cloud driver and a kubelet pool together. ipFamilies
+// is the default for new instances.
+func NewMachines(driver *clouddriver.Driver, kubelets *nodes.Pool, ipFamilies []string) *Machines {
+	return &Machines{driver: driver, kubelets: kubelets, ipFamilies: ipFamilies}
+}
+
+// MachineRequest describes a new machine.
+type MachineRequest struct {
+	// Name of the instance and Node; default a unique "ccm-node-xxxxx".
+	Name string
+	// IPFamilies of the instance; default the profile's cluster.ipFamilies.
+	IPFamilies []string
+	// Zone and InstanceType, if the cloud should not choose.
+	Zone, InstanceType string
+	// NodeIPs picks the kubelet's --node-ip from the new instance. Nil
+	// starts the kubelet without node IPs.
+	NodeIPs func(*clouddriver.Instance) []string
+	// Labels go on the Node at registration.
+	Labels map[string]string
+	// NoKubelet creates only the instance.
+	NoKubelet bool
+}
+
+// Machine is a created machine.
+type Machine struct {
+	Name     string
+	Instance *clouddriver.Instance
+	// Kubelet is nil when the request said NoKubelet.
+	Kubelet *nodes.Kubelet
+}
+
+// Add creates an instance and starts its kubelet. On error nothing is left
+// behind. The caller removes the machine with Delete (usually through
+// DeferCleanup).
+func (m *Machines) Add(ctx context.Context, req MachineRequest) (*Machine, error) {
+	if req.Name == "" {
+		req.Name = UniqueName("ccm-node")
+	}
+	if len(req.IPFamilies) == 0 {
+		req.IPFamilies = m.ipFamilies
+	}
+	inst, err := m.driver.CreateInstance(ctx, clouddriver.CreateInstanceRequest{
+		Name: req.Name, Zone: req.Zone, InstanceType: req.InstanceType, IPFamilies: req.IPFamilies,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating instance %s: %w", req.Name, err)
+	}
+	machine := &Machine{Name: inst.Name, Instance: inst}
+	if req.NoKubelet {
+		return machine, nil
+	}
+	spec := nodes.Spec{Name: inst.Name, Labels: req.Labels}
+	if req.NodeIPs != nil {
+		spec.NodeIPs = req.NodeIPs(inst)
+	}
+	machine.Kubelet, err = m.kubelets.Register(ctx, spec)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("starting kubelet of %s: %w", inst.Name, err), m.deleteInstance(ctx, inst.Name))
+	}
+	return machine, nil
+}
+
+// StartKubelet registers a Node for an instance that exists already (or
+// for one that never existed, to see how the CCM treats it).
+func (m *Machines) StartKubelet(ctx context.Context, spec nodes.Spec) (*nodes.Kubelet, error) {
+	return m.kubelets.Register(ctx, spec)
+}
+
+// Kubelet returns the simulated kubelet of a node.
+func (m *Machines) Kubelet(name string) (*nodes.Kubelet, bool) { return m.kubelets.Get(name) }
+
+// Delete removes the Node and deletes the instance. Either may be gone
+// already.
+func (m *Machines) Delete(ctx context.Context, name string) error {
+	return errors.Join(m.kubelets.Remove(ctx, name), m.deleteInstance(ctx, name))
+}
+
+func (m *Machines) deleteInstance(ctx context.Context, name string) error {
+	err := m.driver.DeleteInstance(ctx, name)
+	if err != nil && !clouddriver.IsNotFound(err) {
+		return fmt.Errorf("deleting instance %s: %w", name, err)
+	}
+	return nil
+}
+
+// UniqueName returns prefix plus a random suffix of five lowercase letters
+// and digits, valid as a Node and Service name.
+func UniqueName(prefix string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			panic(err)
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return prefix + "-" + string(b)
+}

@@ -1,0 +1,312 @@
+// Package nodes simulates kubelets for clusters without real machines (the
+// local backend). A simulated kubelet registers its Node exactly as a kubelet
+// started with --cloud-provider=external does, then keeps it alive with
+// status and Lease heartbeats until it is stopped, as a machine that is
+// switched off stops sending them.
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// LeaseNamespace holds the node heartbeat Leases.
+const LeaseNamespace = "kube-node-lease"
+
+// ManagedByLabel marks Nodes that a simulated kubelet registered, so that
+// cleanup after an interrupted run can find them.
+const ManagedByLabel = "ccm-conformance.dev/simulated-node"
+
+// Spec describes one simulated node.
+type Spec struct {
+	// Name of the Node; on the local backend, also its instance's name.
+	Name string
+	// NodeIPs is what the kubelet was given with --node-ip: none, one, or a
+	// dual-stack pair. Each becomes an InternalIP before the CCM runs and
+	// the pair goes into alpha.kubernetes.io/provided-node-ip.
+	NodeIPs []string
+	// Labels are added to the Node at registration (--node-labels).
+	Labels map[string]string
+}
+
+// Options tune the heartbeats. Zero values take the defaults.
+type Options struct {
+	// HeartbeatInterval is how often the Lease is renewed and the Ready
+	// condition refreshed. Default 5s.
+	HeartbeatInterval time.Duration
+	// LeaseDuration is written into the Lease. Default 40s, as the kubelet.
+	LeaseDuration time.Duration
+	// KubeletVersion goes into status.nodeInfo. Default "v0.0.0-simulated".
+	KubeletVersion string
+}
+
+func (o Options) withDefaults() Options {
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = 5 * time.Second
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 40 * time.Second
+	}
+	if o.KubeletVersion == "" {
+		o.KubeletVersion = "v0.0.0-simulated"
+	}
+	return o
+}
+
+// Kubelet is one simulated kubelet.
+type Kubelet struct {
+	spec   Spec
+	client kubernetes.Interface
+	opts   Options
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	lastErr error
+}
+
+// ParseNodeIPs validates a --node-ip value: one IP, or two of different
+// families.
+func ParseNodeIPs(ips []string) ([]net.IP, error) {
+	if len(ips) > 2 {
+		return nil, fmt.Errorf("at most two node IPs, got %d", len(ips))
+	}
+	var out []net.IP
+	for _, s := range ips {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, fmt.Errorf("node IP %q is not an IP address", s)
+		}
+		out = append(out, ip)
+	}
+	if len(out) == 2 && (out[0].To4() != nil) == (out[1].To4() != nil) {
+		return nil, fmt.Errorf("node IPs %q and %q are of the same family", ips[0], ips[1])
+	}
+	return out, nil
+}
+
+// newNode builds the Node a kubelet with --cloud-provider=external registers.
+func (k *Kubelet) newNode(now metav1.Time) (*corev1.Node, error) {
+	ips, err := ParseNodeIPs(k.spec.NodeIPs)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", k.spec.Name, err)
+	}
+	labels := map[string]string{
+		corev1.LabelHostname:   k.spec.Name,
+		corev1.LabelOSStable:   "linux",
+		corev1.LabelArchStable: "amd64",
+		ManagedByLabel:         "true",
+	}
+	for key, v := range k.spec.Labels {
+		labels[key] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: k.spec.Name, Labels: labels},
+		Spec: corev1.NodeSpec{
+			Taints: []corev1.Taint{{
+				Key:    cloudproviderapi.TaintExternalCloudProvider,
+				Value:  "true",
+				Effect: corev1.TaintEffectNoSchedule,
+			}},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity(),
+			Allocatable: capacity(),
+			Conditions:  []corev1.NodeCondition{readyCondition(now, now)},
+			NodeInfo: corev1.NodeSystemInfo{
+				KubeletVersion:          k.opts.KubeletVersion,
+				OperatingSystem:         "linux",
+				Architecture:            "amd64",
+				ContainerRuntimeVersion: "simulated://0",
+			},
+		},
+	}
+	// As the kubelet's NodeAddress setter does with an external cloud
+	// provider: the node IPs are announced in the annotation; without any,
+	// only the Hostname address is set and the CCM supplies the rest.
+	var annotation []string
+	for _, ip := range ips {
+		annotation = append(annotation, ip.String())
+		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+	}
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: k.spec.Name})
+	if len(annotation) > 0 {
+		node.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: strings.Join(annotation, ",")}
+	}
+	return node, nil
+}
+
+func capacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("2"),
+		corev1.ResourceMemory: resource.MustParse("4Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+}
+
+func readyCondition(heartbeat, transition metav1.Time) corev1.NodeCondition {
+	return corev1.NodeCondition{
+		Type:               corev1.NodeReady,
+		Status:             corev1.ConditionTrue,
+		Reason:             "KubeletReady",
+		Message:            "simulated kubelet is posting ready status",
+		LastHeartbeatTime:  heartbeat,
+		LastTransitionTime: transition,
+	}
+}
+
+// register creates the Node (or adopts an existing one of the same name, as
+// a restarted kubelet does) and starts heartbeats.
+func (k *Kubelet) register(ctx context.Context) error {
+	node, err := k.newNode(metav1.Now())
+	if err != nil {
+		return err
+	}
+	_, err = k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering node %s: %w", k.spec.Name, err)
+	}
+	k.Resume()
+	return nil
+}
+
+// Name is the Node's name.
+func (k *Kubelet) Name() string { return k.spec.Name }
+
+// NodeIPs are the IPs the kubelet was given.
+func (k *Kubelet) NodeIPs() []string { return append([]string(nil), k.spec.NodeIPs...) }
+
+// Running reports whether the kubelet is sending heartbeats.
+func (k *Kubelet) Running() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cancel != nil
+}
+
+// LastError is the last heartbeat failure, if any.
+func (k *Kubelet) LastError() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lastErr
+}
+
+// Stop ends the heartbeats, as when the machine is switched off. The Node
+// stays; kube-controller-manager marks it NotReady after its grace period.
+func (k *Kubelet) Stop() {
+	k.mu.Lock()
+	cancel, done := k.cancel, k.done
+	k.cancel, k.done = nil, nil
+	k.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Resume starts the heartbeats again, as when the machine boots.
+func (k *Kubelet) Resume() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k.cancel, k.done = cancel, make(chan struct{})
+	go k.heartbeat(ctx, k.done)
+}
+
+func (k *Kubelet) heartbeat(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	logger := klog.FromContext(ctx).WithValues("node", k.spec.Name)
+	ticker := time.NewTicker(k.opts.HeartbeatInterval)
+	defer ticker.Stop()
+	for {
+		err := errors.Join(k.renewLease(ctx), k.postReady(ctx))
+		if err != nil && ctx.Err() == nil {
+			logger.V(2).Info("Simulated kubelet heartbeat failed", "err", err)
+		}
+		k.mu.Lock()
+		k.lastErr = err
+		k.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func (k *Kubelet) renewLease(ctx context.Context) error {
+	leases := k.client.CoordinationV1().Leases(LeaseNamespace)
+	now := metav1.NewMicroTime(time.Now())
+	lease, err := leases.Get(ctx, k.spec.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		node, err := k.client.CoreV1().Nodes().Get(ctx, k.spec.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("lease owner: %w", err)
+		}
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      k.spec.Name,
+				Namespace: LeaseNamespace,
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
+				}},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(k.spec.Name),
+				LeaseDurationSeconds: ptr.To(int32(k.opts.LeaseDuration / time.Second)),
+				RenewTime:            &now,
+			},
+		}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	lease.Spec.RenewTime = &now
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	return err
+}
+
+// postReady refreshes the Ready condition with a strategic merge patch of
+// the status, so that the addresses the CCM wrote are left alone.
+func (k *Kubelet) postReady(ctx context.Context) error {
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.spec.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	transition := now
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			transition = c.LastTransitionTime
+		}
+	}
+	patch, err := json.Marshal(map[string]any{
+		"status": map[string]any{"conditions": []corev1.NodeCondition{readyCondition(now, transition)}},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = k.client.CoreV1().Nodes().Patch(ctx, k.spec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}

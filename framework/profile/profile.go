@@ -1,0 +1,285 @@
+// Package profile reads and validates a provider profile: the file that tells
+// the harness which CCM to test, how to start it, which capabilities it
+// claims, how to reach its cloud driver, and how long each wait may take.
+//
+// The format is documented in docs/profile.md.
+package profile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// APIVersion and Kind identify a profile document.
+const (
+	APIVersion = "ccm-conformance.dev/v1alpha1"
+	Kind       = "Profile"
+)
+
+// Profile describes one provider's CCM under test.
+type Profile struct {
+	APIVersion  string `json:"apiVersion"`
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+
+	// CCM says how to run the cloud-controller-manager under test.
+	CCM CCM `json:"ccm"`
+	// Services are helper processes started before the CCM and stopped after
+	// it, for example a cloud API simulator.
+	Services []Service `json:"services,omitempty"`
+	// CloudDriver is the provider's cloud driver (docs/cloud-driver.md).
+	// Without one, specs that check or act on the cloud side are skipped.
+	CloudDriver *CloudDriver `json:"cloudDriver,omitempty"`
+	// Capabilities the CCM claims. Specs labelled with a capability that is
+	// not listed here are skipped and say which one was missing.
+	Capabilities []Capability `json:"capabilities"`
+	// Cluster holds settings for clusters the harness makes itself.
+	Cluster Cluster `json:"cluster,omitempty"`
+	// Timeouts override the named waits; unset ones keep their defaults.
+	Timeouts Timeouts `json:"timeouts,omitempty"`
+
+	// Dir is the directory of the profile file; relative paths in the profile
+	// are resolved against it.
+	Dir string `json:"-"`
+	// Path is the file the profile was read from.
+	Path string `json:"-"`
+}
+
+// CCM says how the CCM under test runs. Exactly one field is set.
+type CCM struct {
+	// Binary runs the CCM as a local process that the harness starts.
+	Binary *BinaryCCM `json:"binary,omitempty"`
+}
+
+// BinaryCCM is a CCM started from an executable on this machine.
+type BinaryCCM struct {
+	// Path to the executable; relative to the profile's directory.
+	Path string `json:"path"`
+	// Args are passed as they are, after variable expansion. The harness adds
+	// --kubeconfig and --authentication-kubeconfig/--authorization-kubeconfig
+	// unless the args set them, and --secure-port when the args do not.
+	Args []string `json:"args,omitempty"`
+	// Env is added to the harness's own environment.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// Service is a helper process the harness starts before the CCM.
+type Service struct {
+	// Name identifies the service in logs and errors.
+	Name string `json:"name"`
+	// Command is the executable and its arguments. The first element is
+	// resolved against the profile directory when it contains a slash.
+	Command []string `json:"command"`
+	// Env is added to the harness's own environment.
+	Env map[string]string `json:"env,omitempty"`
+	// ReadyFile, when set, is a path the service creates once it is ready
+	// (a unix socket, for example). The harness waits for it.
+	ReadyFile string `json:"readyFile,omitempty"`
+}
+
+// CloudDriver is the command that speaks the cloud-driver protocol.
+type CloudDriver struct {
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Cluster holds settings for clusters the harness creates itself (the
+// local backend). They are ignored for an existing cluster.
+type Cluster struct {
+	// Nodes is the number of simulated nodes registered before the suites
+	// run. Default 3.
+	Nodes int `json:"nodes,omitempty"`
+	// IPFamilies of the simulated nodes' instances: IPv4, IPv6 or both.
+	// Default [IPv4].
+	IPFamilies []string `json:"ipFamilies,omitempty"`
+}
+
+// Load reads, decodes strictly and validates the profile at path. Every
+// problem is reported with the field's path, for example
+// `timeouts.nodeInitialize: invalid value "3x"`.
+func Load(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	p, err := Parse(data, filepath.Dir(abs))
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	p.Path = abs
+	return p, nil
+}
+
+// Parse decodes and validates a profile document. dir is the directory that
+// relative paths in it are resolved against.
+func Parse(data []byte, dir string) (*Profile, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty document")
+	}
+	jsonData, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	var p Profile
+	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot decode: %s", cleanDecodeError(err))
+	}
+	if len(strictErrs) > 0 {
+		msgs := make([]string, 0, len(strictErrs))
+		for _, e := range strictErrs {
+			msgs = append(msgs, e.Error())
+		}
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	p.Dir = dir
+	p.applyDefaults()
+	if errs := p.Validate(); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return &p, nil
+}
+
+// cleanDecodeError turns encoding/json's messages into ones that name the
+// field path the way the rest of the validation does.
+func cleanDecodeError(err error) string {
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func (p *Profile) applyDefaults() {
+	if p.Cluster.Nodes == 0 {
+		p.Cluster.Nodes = 3
+	}
+	if len(p.Cluster.IPFamilies) == 0 {
+		p.Cluster.IPFamilies = []string{"IPv4"}
+	}
+}
+
+// Validate checks the profile and returns every problem with its path.
+func (p *Profile) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if p.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), p.APIVersion, []string{APIVersion}))
+	}
+	if p.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), p.Kind, []string{Kind}))
+	}
+	if p.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("name"), "the provider's name, used in reports"))
+	}
+	errs = append(errs, p.CCM.validate(field.NewPath("ccm"))...)
+
+	seen := map[string]bool{}
+	for i, s := range p.Services {
+		path := field.NewPath("services").Index(i)
+		if s.Name == "" {
+			errs = append(errs, field.Required(path.Child("name"), ""))
+		} else if seen[s.Name] {
+			errs = append(errs, field.Duplicate(path.Child("name"), s.Name))
+		}
+		seen[s.Name] = true
+		if len(s.Command) == 0 || s.Command[0] == "" {
+			errs = append(errs, field.Required(path.Child("command"), "the executable and its arguments"))
+		}
+		errs = append(errs, validateVariables(path.Child("command"), s.Command)...)
+		errs = append(errs, validateEnv(path.Child("env"), s.Env)...)
+		errs = append(errs, validateVariables(path.Child("readyFile"), []string{s.ReadyFile})...)
+	}
+
+	if d := p.CloudDriver; d != nil {
+		path := field.NewPath("cloudDriver")
+		if len(d.Command) == 0 || d.Command[0] == "" {
+			errs = append(errs, field.Required(path.Child("command"), "the driver executable and its arguments"))
+		}
+		errs = append(errs, validateVariables(path.Child("command"), d.Command)...)
+		errs = append(errs, validateEnv(path.Child("env"), d.Env)...)
+	}
+
+	capSeen := map[Capability]bool{}
+	for i, c := range p.Capabilities {
+		path := field.NewPath("capabilities").Index(i)
+		if !c.Known() {
+			errs = append(errs, field.NotSupported(path, string(c), capabilityNames()))
+		} else if capSeen[c] {
+			errs = append(errs, field.Duplicate(path, string(c)))
+		}
+		capSeen[c] = true
+	}
+
+	cpath := field.NewPath("cluster")
+	if p.Cluster.Nodes < 1 || p.Cluster.Nodes > 50 {
+		errs = append(errs, field.Invalid(cpath.Child("nodes"), p.Cluster.Nodes, "must be between 1 and 50"))
+	}
+	famSeen := map[string]bool{}
+	for i, f := range p.Cluster.IPFamilies {
+		path := cpath.Child("ipFamilies").Index(i)
+		if f != "IPv4" && f != "IPv6" {
+			errs = append(errs, field.NotSupported(path, f, []string{"IPv4", "IPv6"}))
+		} else if famSeen[f] {
+			errs = append(errs, field.Duplicate(path, f))
+		}
+		famSeen[f] = true
+	}
+
+	errs = append(errs, p.Timeouts.validate(field.NewPath("timeouts"))...)
+	return errs
+}
+
+func (c *CCM) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Binary == nil {
+		return append(errs, field.Required(path.Child("binary"), "how to run the CCM under test"))
+	}
+	bpath := path.Child("binary")
+	if c.Binary.Path == "" {
+		errs = append(errs, field.Required(bpath.Child("path"), "the CCM executable"))
+	}
+	errs = append(errs, validateVariables(bpath.Child("path"), []string{c.Binary.Path})...)
+	errs = append(errs, validateVariables(bpath.Child("args"), c.Binary.Args)...)
+	errs = append(errs, validateEnv(bpath.Child("env"), c.Binary.Env)...)
+	return errs
+}
+
+func validateEnv(path *field.Path, env map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "= \t") {
+			errs = append(errs, field.Invalid(path.Key(k), k, "not a valid environment variable name"))
+		}
+		errs = append(errs, validateVariables(path.Key(k), []string{v})...)
+	}
+	return errs
+}
+
+// ResolvePath makes a profile path absolute: relative paths are taken from
+// the profile's directory. A bare name without a slash is returned unchanged
+// so that it can be looked up on PATH.
+func (p *Profile) ResolvePath(path string) string {
+	if path == "" || filepath.IsAbs(path) || !strings.Contains(path, "/") {
+		return path
+	}
+	return filepath.Join(p.Dir, path)
+}
+
+// Has reports whether the profile claims capability c.
+func (p *Profile) Has(c Capability) bool {
+	for _, have := range p.Capabilities {
+		if have == c {
+			return true
+		}
+	}
+	return false
+}

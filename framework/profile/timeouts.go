@@ -1,0 +1,117 @@
+package profile
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// TimeoutName names one wait of the harness. A profile overrides a default
+// under `timeouts:` with the same name.
+type TimeoutName string
+
+// The named waits. Each has a default that fits a real cloud; the reference
+// profile shortens them for the local cluster.
+const (
+	// PollInterval is how often a wait that cannot watch asks again.
+	PollInterval TimeoutName = "pollInterval"
+	// CCMReady bounds the wait for the CCM's /healthz after it starts.
+	CCMReady TimeoutName = "ccmReady"
+	// NodeInitialize bounds the wait for a new Node to lose the
+	// node.cloudprovider.kubernetes.io/uninitialized taint.
+	NodeInitialize TimeoutName = "nodeInitialize"
+	// NodeAddressUpdate bounds the wait for an address changed in the cloud
+	// to reach the Node (the CCM's --node-status-update-frequency plus slack).
+	NodeAddressUpdate TimeoutName = "nodeAddressUpdate"
+	// NodeIPRejection is how long a Node whose provided node IP the cloud
+	// does not know must stay tainted and uninitialized.
+	NodeIPRejection TimeoutName = "nodeIPRejection"
+	// NodeDeletion bounds the wait for the CCM to delete the Node of a
+	// deleted instance.
+	NodeDeletion TimeoutName = "nodeDeletion"
+	// NodeShutdown bounds the wait for the shutdown taint to appear on, or
+	// leave, the Node of a stopped or restarted instance.
+	NodeShutdown TimeoutName = "nodeShutdown"
+	// LoadBalancerCreate bounds the wait for a LoadBalancer Service's ingress.
+	LoadBalancerCreate TimeoutName = "loadBalancerCreate"
+	// LoadBalancerUpdate bounds the wait for a Service or node-set change to
+	// reach the cloud load balancer.
+	LoadBalancerUpdate TimeoutName = "loadBalancerUpdate"
+	// LoadBalancerDelete bounds the wait for a cloud load balancer to go.
+	LoadBalancerDelete TimeoutName = "loadBalancerDelete"
+	// RouteSync bounds the wait for cloud routes to match the nodes' podCIDRs.
+	RouteSync TimeoutName = "routeSync"
+	// CloudDriverCall bounds one call of the cloud driver.
+	CloudDriverCall TimeoutName = "cloudDriverCall"
+)
+
+var timeoutDefaults = map[TimeoutName]time.Duration{
+	PollInterval:       2 * time.Second,
+	CCMReady:           2 * time.Minute,
+	NodeInitialize:     5 * time.Minute,
+	NodeAddressUpdate:  6 * time.Minute,
+	NodeIPRejection:    1 * time.Minute,
+	NodeDeletion:       5 * time.Minute,
+	NodeShutdown:       5 * time.Minute,
+	LoadBalancerCreate: 15 * time.Minute,
+	LoadBalancerUpdate: 10 * time.Minute,
+	LoadBalancerDelete: 10 * time.Minute,
+	RouteSync:          5 * time.Minute,
+	CloudDriverCall:    30 * time.Second,
+}
+
+// Timeouts maps timeout names to Go durations ("90s", "2m").
+type Timeouts map[TimeoutName]string
+
+// TimeoutNames lists every named wait, sorted.
+func TimeoutNames() []TimeoutName {
+	out := make([]TimeoutName, 0, len(timeoutDefaults))
+	for n := range timeoutDefaults {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// DefaultTimeout returns the built-in default of a named wait.
+func DefaultTimeout(n TimeoutName) time.Duration { return timeoutDefaults[n] }
+
+func (t Timeouts) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := make([]string, 0, len(timeoutDefaults))
+	for _, n := range TimeoutNames() {
+		names = append(names, string(n))
+	}
+	for name, value := range t {
+		p := path.Child(string(name))
+		if _, ok := timeoutDefaults[name]; !ok {
+			errs = append(errs, field.NotSupported(path, string(name), names))
+			continue
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			errs = append(errs, field.Invalid(p, value, "not a duration such as 90s or 2m"))
+			continue
+		}
+		if d <= 0 {
+			errs = append(errs, field.Invalid(p, value, "must be positive"))
+		}
+	}
+	return errs
+}
+
+// Timeout returns the profile's value for a named wait, or its default.
+func (p *Profile) Timeout(n TimeoutName) time.Duration {
+	if v, ok := p.Timeouts[n]; ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	d, ok := timeoutDefaults[n]
+	if !ok {
+		panic(fmt.Sprintf("profile: unknown timeout name %q", n))
+	}
+	return d
+}

@@ -1,0 +1,546 @@
+// Package runner runs the conformance suites against one CCM: it brings up
+// the cluster, starts the profile's services and the CCM, registers the
+// simulated nodes, runs the selected specs with ginkgo, writes the reports,
+// and tears everything down again, also when the run is interrupted.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
+	"github.com/ccm-conformance/ccm-conformance/framework/local"
+	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// Options configure one run.
+type Options struct {
+	// ProfilePath is the provider profile. Required.
+	ProfilePath string
+	// LabelFilter is a ginkgo label filter that narrows the specs, for
+	// example "LoadBalancer && !DataPath". Default: every spec.
+	LabelFilter string
+	// ArtifactsDir receives junit_01.xml, summary.txt and logs/. Default
+	// "_artifacts".
+	ArtifactsDir string
+	// Kubeconfig, when set, runs against that existing cluster instead of
+	// bringing up the local one.
+	Kubeconfig string
+	// KubernetesVersion of the local cluster. Default
+	// local.DefaultKubernetesVersion.
+	KubernetesVersion string
+	// Suites are the suites to declare.
+	Suites []framework.Suite
+	// Out receives progress and the summary. Default os.Stdout.
+	Out io.Writer
+}
+
+// Result counts the specs of a run.
+type Result struct {
+	Passed, Failed, Skipped, Pending int
+	Interrupted                      bool
+	// Failures holds one line per failed spec: its name and message.
+	Failures []string
+	Duration time.Duration
+}
+
+// Summary is the closing line of a run.
+func (r *Result) Summary() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", r.Passed, r.Failed, r.Skipped)
+}
+
+// run holds what one run has brought up, for teardown.
+type run struct {
+	opts      Options
+	out       io.Writer
+	profile   *profile.Profile
+	runDir    string
+	logDir    string
+	cleanups  []cleanup
+	expander  profile.Expander
+	cluster   *local.Cluster
+	config    *rest.Config
+	client    kubernetes.Interface
+	driver    *clouddriver.Driver
+	ccm       *ccm.Process
+	machines  *framework.Machines
+	kubelets  *nodes.Pool
+	instances []string
+}
+
+type cleanup struct {
+	what string
+	fn   func(context.Context) error
+}
+
+func (r *run) defer_(what string, fn func(context.Context) error) {
+	r.cleanups = append(r.cleanups, cleanup{what, fn})
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.out, "[ccm-conformance] "+format+"\n", args...)
+}
+
+// Run executes the suites. It returns a harness error (an *InputError, a
+// *SetupError or ErrInterrupted) when the specs could not run; otherwise the
+// result says how they went. ctx ending means the run was interrupted:
+// teardown still happens and partial results are written.
+func Run(ctx context.Context, opts Options) (res *Result, err error) {
+	r := &run{opts: opts, out: opts.Out}
+	if r.out == nil {
+		r.out = os.Stdout
+	}
+	if opts.ArtifactsDir == "" {
+		opts.ArtifactsDir = "_artifacts"
+		r.opts.ArtifactsDir = opts.ArtifactsDir
+	}
+	if err := r.checkInput(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if terr := r.teardown(); terr != nil {
+			r.logf("teardown: %v", terr)
+			if err == nil && res != nil && res.Failed == 0 {
+				err = &SetupError{Step: "teardown", Err: terr}
+			}
+		}
+	}()
+	if err := r.setup(ctx); err != nil {
+		if ctx.Err() != nil {
+			r.logf("interrupted during setup")
+			r.writePartialSummary("interrupted during setup")
+			return nil, ErrInterrupted
+		}
+		r.writePartialSummary(err.Error())
+		return nil, err
+	}
+	res = r.runSpecs(ctx)
+	if res.Interrupted {
+		return res, ErrInterrupted
+	}
+	return res, nil
+}
+
+// checkInput validates everything that needs no cluster, so that bad input
+// fails in a second, not after a cluster came up.
+func (r *run) checkInput() error {
+	if r.opts.ProfilePath == "" {
+		return &InputError{errors.New("no profile: pass --provider FILE")}
+	}
+	p, err := profile.Load(r.opts.ProfilePath)
+	if err != nil {
+		return &InputError{err}
+	}
+	r.profile = p
+	if r.opts.LabelFilter != "" {
+		if _, err := types.ParseLabelFilter(r.opts.LabelFilter); err != nil {
+			return &InputError{fmt.Errorf("--label-filter %q: %s", r.opts.LabelFilter, labelFilterError(err))}
+		}
+	}
+	ccmPath := p.ResolvePath(p.CCM.Binary.Path)
+	if err := checkExecutable(ccmPath); err != nil {
+		return &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
+	}
+	for i, s := range p.Services {
+		if err := checkExecutable(p.ResolvePath(s.Command[0])); err != nil {
+			return &InputError{fmt.Errorf("profile %s: services[%d].command: %w", p.Path, i, err)}
+		}
+	}
+	if d := p.CloudDriver; d != nil {
+		if err := checkExecutable(p.ResolvePath(d.Command[0])); err != nil {
+			return &InputError{fmt.Errorf("profile %s: cloudDriver.command: %w", p.Path, err)}
+		}
+	}
+	if r.opts.Kubeconfig != "" {
+		if _, err := os.Stat(r.opts.Kubeconfig); err != nil {
+			return &InputError{fmt.Errorf("--kubeconfig: %w", err)}
+		}
+	}
+	return nil
+}
+
+func checkExecutable(path string) error {
+	if !strings.Contains(path, "/") {
+		if _, err := exec.LookPath(path); err != nil {
+			return fmt.Errorf("%s: not found on PATH", path)
+		}
+		return nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return fmt.Errorf("%s: no such file", path)
+		}
+		return err
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s: not an executable file", path)
+	}
+	return nil
+}
+
+func (r *run) setup(ctx context.Context) error {
+	var err error
+	if err := os.MkdirAll(r.opts.ArtifactsDir, 0o755); err != nil {
+		return &InputError{fmt.Errorf("--artifacts %s: %w", r.opts.ArtifactsDir, err)}
+	}
+	r.logDir = filepath.Join(r.opts.ArtifactsDir, "logs")
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		return &InputError{fmt.Errorf("--artifacts %s: %w", r.opts.ArtifactsDir, err)}
+	}
+	r.runDir, err = os.MkdirTemp("", "ccm-conformance-run-")
+	if err != nil {
+		return &SetupError{Step: "run directory", Err: err}
+	}
+	r.defer_("remove run directory", func(context.Context) error { return os.RemoveAll(r.runDir) })
+
+	if err := r.setupCluster(ctx); err != nil {
+		return err
+	}
+	r.expander = r.profile.NewExpander(r.runDir, r.kubeconfigPath())
+
+	for _, s := range r.profile.Services {
+		if err := r.startService(ctx, s); err != nil {
+			return err
+		}
+	}
+	if d := r.profile.CloudDriver; d != nil {
+		command := r.expander.ExpandAll(d.Command)
+		command[0] = r.profile.ResolvePath(command[0])
+		r.driver, err = clouddriver.New(ctx, clouddriver.Options{
+			Command:     command,
+			Env:         r.expander.Environ(d.Env),
+			CallTimeout: r.profile.Timeout(profile.CloudDriverCall),
+		})
+		if err != nil {
+			return &SetupError{Step: "cloud driver handshake", Err: err}
+		}
+		info := r.driver.Info()
+		r.logf("cloud driver: provider %q, protocol %s, %d verbs", info.Provider, info.ProtocolVersion, len(info.Verbs))
+	}
+	if err := r.startCCM(ctx); err != nil {
+		return err
+	}
+	if r.cluster != nil {
+		if err := r.registerNodes(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) kubeconfigPath() string {
+	if r.cluster != nil {
+		return r.cluster.Kubeconfig()
+	}
+	return r.opts.Kubeconfig
+}
+
+func (r *run) setupCluster(ctx context.Context) error {
+	var err error
+	if r.opts.Kubeconfig != "" {
+		r.config, err = clientcmd.BuildConfigFromFlags("", r.opts.Kubeconfig)
+		if err != nil {
+			return &InputError{fmt.Errorf("--kubeconfig %s: %s", r.opts.Kubeconfig, oneLine(err.Error()))}
+		}
+		r.config.Timeout = 10 * time.Second
+		client, err := kubernetes.NewForConfig(r.config)
+		if err != nil {
+			return &InputError{fmt.Errorf("--kubeconfig %s: %w", r.opts.Kubeconfig, err)}
+		}
+		v, err := client.Discovery().ServerVersion()
+		if err != nil {
+			return &SetupError{Step: "cluster", Err: fmt.Errorf("cluster %s (from %s) is unreachable: %s", r.config.Host, r.opts.Kubeconfig, oneLine(err.Error()))}
+		}
+		r.config.Timeout = 0
+		r.logf("using existing cluster %s, Kubernetes %s", r.config.Host, v.GitVersion)
+	} else {
+		r.logf("starting the local cluster (etcd, kube-apiserver, kube-controller-manager)")
+		start := time.Now()
+		r.cluster, err = local.Start(ctx, local.Options{
+			KubernetesVersion: r.opts.KubernetesVersion,
+			Dir:               filepath.Join(r.runDir, "cluster"),
+			Progress:          r.out,
+		})
+		if err != nil {
+			return &SetupError{Step: "local cluster", Err: err}
+		}
+		r.defer_("stop local cluster", func(ctx context.Context) error {
+			err := r.cluster.Stop(ctx)
+			r.copyClusterLogs()
+			return err
+		})
+		r.config = r.cluster.RESTConfig()
+		r.logf("local cluster ready in %s: Kubernetes %s at %s", time.Since(start).Round(100*time.Millisecond), r.cluster.KubernetesVersion(), r.cluster.APIServerURL())
+	}
+	r.client, err = kubernetes.NewForConfig(r.config)
+	if err != nil {
+		return &SetupError{Step: "cluster client", Err: err}
+	}
+	return nil
+}
+
+func (r *run) copyClusterLogs() {
+	for _, c := range r.cluster.Components() {
+		src := r.cluster.LogPath(c.Name)
+		data, err := os.ReadFile(src)
+		if err != nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(r.logDir, c.Name+".log"), data, 0o644)
+	}
+}
+
+func (r *run) startService(ctx context.Context, s profile.Service) error {
+	command := r.expander.ExpandAll(s.Command)
+	command[0] = r.profile.ResolvePath(command[0])
+	p, err := proc.Start(proc.Options{
+		Name:    "service " + s.Name,
+		Command: command,
+		Env:     r.expander.Environ(s.Env),
+		LogPath: filepath.Join(r.logDir, "service-"+s.Name+".log"),
+	})
+	if err != nil {
+		return &SetupError{Step: "service " + s.Name, Err: err}
+	}
+	r.defer_("stop service "+s.Name, func(ctx context.Context) error { return p.Stop(ctx, 10*time.Second) })
+	if s.ReadyFile == "" {
+		return nil
+	}
+	ready := r.expander.Expand(s.ReadyFile)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			r.logf("service %s ready", s.Name)
+			return nil
+		}
+		if exited, _ := p.Exited(); exited {
+			return &SetupError{Step: "service " + s.Name, Err: p.ExitError()}
+		}
+		if time.Now().After(deadline) {
+			return &SetupError{Step: "service " + s.Name, Err: fmt.Errorf("%s did not appear within 1m; last log lines:\n%s", ready, p.Tail(10))}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (r *run) startCCM(ctx context.Context) error {
+	b := r.profile.CCM.Binary
+	var err error
+	r.ccm, err = ccm.StartBinary(ccm.BinaryOptions{
+		Path:       r.profile.ResolvePath(r.expander.Expand(b.Path)),
+		Args:       r.expander.ExpandAll(b.Args),
+		Env:        r.expander.Environ(b.Env),
+		Kubeconfig: r.kubeconfigPath(),
+		LogPath:    filepath.Join(r.logDir, "ccm.log"),
+	})
+	if err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	r.defer_("stop ccm", r.ccm.Stop)
+	r.logf("started the CCM (pid %d): %s", r.ccm.Pid(), r.ccm.CommandLine())
+	if err := r.ccm.WaitReady(ctx, r.profile.Timeout(profile.CCMReady), 200*time.Millisecond); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	r.logf("CCM healthy on port %d", r.ccm.SecurePort())
+	return nil
+}
+
+// registerNodes creates the profile's simulated machines on the local
+// cluster: one cloud instance each, and a kubelet that registers it.
+func (r *run) registerNodes(ctx context.Context) error {
+	if r.driver == nil || !r.driver.Supports(clouddriver.VerbInstanceCreate) || !r.driver.Supports(clouddriver.VerbInstanceDelete) {
+		return &InputError{fmt.Errorf("profile %s: the local cluster simulates its nodes and needs a cloud driver that implements \"instance create\" and \"instance delete\"", r.profile.Path)}
+	}
+	r.kubelets = nodes.NewPool(r.client, nodes.Options{KubeletVersion: r.clusterVersion()})
+	r.machines = framework.NewMachines(r.driver, r.kubelets, r.profile.Cluster.IPFamilies)
+	r.defer_("remove simulated nodes", func(ctx context.Context) error {
+		var errs []error
+		for _, name := range r.instances {
+			errs = append(errs, r.machines.Delete(ctx, name))
+		}
+		return errors.Join(append(errs, r.kubelets.Close(ctx))...)
+	})
+	for i := 1; i <= r.profile.Cluster.Nodes; i++ {
+		name := fmt.Sprintf("ccm-node-%d", i)
+		if _, err := r.machines.Add(ctx, framework.MachineRequest{Name: name}); err != nil {
+			return &SetupError{Step: "simulated nodes", Err: err}
+		}
+		r.instances = append(r.instances, name)
+	}
+	r.logf("registered %d simulated nodes (%s)", r.profile.Cluster.Nodes, strings.Join(r.profile.Cluster.IPFamilies, ","))
+	return nil
+}
+
+func (r *run) clusterVersion() string {
+	if r.cluster != nil {
+		return r.cluster.KubernetesVersion()
+	}
+	return ""
+}
+
+func (r *run) teardown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		c := r.cleanups[i]
+		if err := c.fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.what, err))
+		}
+	}
+	r.cleanups = nil
+	return errors.Join(errs...)
+}
+
+func (r *run) framework() *framework.Framework {
+	f := &framework.Framework{
+		Profile: r.profile,
+		Config:  r.config,
+		Client:  r.client,
+		Driver:  r.driver,
+	}
+	if r.machines != nil {
+		f.Machines = r.machines
+	}
+	if r.ccm != nil {
+		f.CCM = r.ccm
+	}
+	return f
+}
+
+func (r *run) runSpecs(ctx context.Context) *Result {
+	f := r.framework()
+	ginkgo.BeforeEach(f.SkipUnlessCapable)
+	for _, s := range r.opts.Suites {
+		s.Declare(f)
+	}
+	var report types.Report
+	ginkgo.ReportAfterSuite("ccm-conformance summary", func(rep ginkgo.Report) { report = rep })
+
+	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()
+	suiteConfig.LabelFilter = r.opts.LabelFilter
+	suiteConfig.Timeout = 24 * time.Hour
+	suiteConfig.RandomSeed = time.Now().Unix()
+	reporterConfig.Verbose = true
+	reporterConfig.JUnitReport = filepath.Join(r.opts.ArtifactsDir, "junit_01.xml")
+
+	start := time.Now()
+	ginkgo.RunSpecs(failRecorder{}, "CCM conformance: "+r.profile.Name, suiteConfig, reporterConfig)
+	res := resultFrom(report)
+	res.Duration = time.Since(start)
+	if ctx.Err() != nil {
+		res.Interrupted = true
+	}
+	r.writeSummary(res)
+	return res
+}
+
+// failRecorder satisfies ginkgo.GinkgoTestingT; the result is read from the
+// report instead.
+type failRecorder struct{}
+
+func (failRecorder) Fail() {}
+
+func resultFrom(report types.Report) *Result {
+	res := &Result{}
+	for _, s := range report.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt {
+			if s.State.Is(types.SpecStateFailureStates) {
+				res.Failed++
+				res.Failures = append(res.Failures, fmt.Sprintf("[%s] %s", s.LeafNodeType, oneLine(s.Failure.Message)))
+			}
+			continue
+		}
+		switch {
+		case s.State == types.SpecStatePassed:
+			res.Passed++
+		case s.State == types.SpecStatePending:
+			res.Pending++
+		case s.State == types.SpecStateSkipped:
+			res.Skipped++
+		case s.State.Is(types.SpecStateFailureStates):
+			res.Failed++
+			res.Failures = append(res.Failures, fmt.Sprintf("%s: %s", s.FullText(), oneLine(s.Failure.Message)))
+		}
+	}
+	if report.SpecialSuiteFailureReasons != nil {
+		for _, reason := range report.SpecialSuiteFailureReasons {
+			if strings.Contains(reason, "Interrupted") {
+				res.Interrupted = true
+			}
+		}
+	}
+	return res
+}
+
+func (r *run) writeSummary(res *Result) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "provider: %s\n", r.profile.Name)
+	fmt.Fprintf(&b, "duration: %s\n", res.Duration.Round(time.Second))
+	if res.Interrupted {
+		fmt.Fprintf(&b, "interrupted: true\n")
+	}
+	for _, f := range res.Failures {
+		fmt.Fprintf(&b, "FAILED %s\n", f)
+	}
+	fmt.Fprintf(&b, "conformance: %s\n", res.Summary())
+	path := filepath.Join(r.opts.ArtifactsDir, "summary.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		r.logf("writing %s: %v", path, err)
+	}
+	fmt.Fprint(r.out, "\n"+b.String())
+}
+
+func (r *run) writePartialSummary(reason string) {
+	if r.profile == nil || r.opts.ArtifactsDir == "" {
+		return
+	}
+	if err := os.MkdirAll(r.opts.ArtifactsDir, 0o755); err != nil {
+		return
+	}
+	content := fmt.Sprintf("provider: %s\nharness error: %s\nconformance: no specs ran\n", r.profile.Name, oneLine(reason))
+	_ = os.WriteFile(filepath.Join(r.opts.ArtifactsDir, "summary.txt"), []byte(content), 0o644)
+}
+
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*m|\{\{/?[a-z-]*\}\}`)
+
+// oneLine keeps the first line of a message, without terminal colours.
+func oneLine(s string) string {
+	s = strings.TrimSpace(ansiEscape.ReplaceAllString(s, ""))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i]) + " …"
+	}
+	return s
+}
+
+// labelFilterError renders ginkgo's label-filter parse error as one line.
+func labelFilterError(err error) string {
+	var ge types.GinkgoError
+	if errors.As(err, &ge) {
+		return oneLine(ge.Heading + ": " + strings.ReplaceAll(ge.Message, "\n", " "))
+	}
+	return oneLine(err.Error())
+}

@@ -1,0 +1,162 @@
+// Package nodeaddress checks that the CCM initializes nodes from their
+// cloud instances: the uninitialized taint goes, and providerID, addresses,
+// instance type, zone and region match what the cloud reports.
+package nodeaddress
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// Suite returns the node addressing suite.
+func Suite() framework.Suite {
+	return framework.Suite{Name: "nodeaddress", Declare: declare}
+}
+
+func declare(f *framework.Framework) {
+	Describe("Node addressing: the CCM initializes every node from its cloud instance", Label(string(profile.InstancesV2)), func() {
+
+		// Every spec waits for the nodes that exist to be initialized: on a
+		// fresh cluster the CCM may still be working through them.
+		initializedNodes := func(ctx context.Context) []corev1.Node {
+			var nodes []corev1.Node
+			Eventually(ctx, func(g Gomega) {
+				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred(), "listing nodes")
+				g.Expect(list.Items).NotTo(BeEmpty(), "the cluster has no nodes")
+				for i := range list.Items {
+					n := &list.Items[i]
+					g.Expect(framework.Uninitialized(n)).To(BeFalse(),
+						"node %s still has the node.cloudprovider.kubernetes.io/uninitialized taint", n.Name)
+				}
+				nodes = list.Items
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+			return nodes
+		}
+
+		instanceOf := func(ctx context.Context, node string) *clouddriver.Instance {
+			inst, err := f.Driver.GetInstance(ctx, node)
+			Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the instance of node %s", node)
+			return inst
+		}
+
+		It("removes the uninitialized taint from every node and sets a providerID", func(ctx SpecContext) {
+			nodes := initializedNodes(ctx)
+			for _, n := range nodes {
+				Expect(n.Spec.ProviderID).NotTo(BeEmpty(), "node %s is initialized but has no spec.providerID", n.Name)
+			}
+		})
+
+		It("sets each node's providerID to its instance's", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
+			for _, n := range initializedNodes(ctx) {
+				inst := instanceOf(ctx, n.Name)
+				Expect(n.Spec.ProviderID).To(Equal(inst.ProviderID),
+					"node %s: spec.providerID (expected the cloud's %q, saw %q)", n.Name, inst.ProviderID, n.Spec.ProviderID)
+			}
+		})
+
+		It("gives each node the addresses its instance has in the cloud", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
+			initializedNodes(ctx)
+			Eventually(ctx, func(g Gomega) {
+				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, n := range list.Items {
+					inst, err := f.Driver.GetInstance(ctx, n.Name)
+					g.Expect(err).NotTo(HaveOccurred(), "instance of node %s", n.Name)
+					want, err := framework.ExpectedAddresses(inst.Addresses, framework.ProvidedNodeIPs(&n))
+					g.Expect(err).NotTo(HaveOccurred(), "node %s", n.Name)
+					g.Expect(framework.SameAddressSet(n.Status.Addresses, want)).To(BeTrue(),
+						"node %s: expected addresses [%s] (from the cloud), saw [%s]",
+						n.Name, framework.FormatAddresses(want), framework.FormatAddresses(n.Status.Addresses))
+				}
+			}).WithTimeout(f.Timeout(profile.NodeAddressUpdate)).WithPolling(f.PollInterval()).Should(Succeed())
+		})
+
+		It("labels each node with its instance type", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
+			for _, n := range initializedNodes(ctx) {
+				inst := instanceOf(ctx, n.Name)
+				for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelInstanceType} {
+					Expect(n.Labels).To(HaveKeyWithValue(key, inst.InstanceType),
+						"node %s: label %s (expected the cloud's %q, saw %q)", n.Name, key, inst.InstanceType, n.Labels[key])
+				}
+			}
+		})
+
+		It("labels each node with its instance's zone and region", Label(string(profile.Zones)), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
+			for _, n := range initializedNodes(ctx) {
+				inst := instanceOf(ctx, n.Name)
+				Expect(n.Labels).To(HaveKeyWithValue(corev1.LabelTopologyZone, inst.Zone),
+					"node %s: label %s (expected the cloud's %q, saw %q)", n.Name, corev1.LabelTopologyZone, inst.Zone, n.Labels[corev1.LabelTopologyZone])
+				Expect(n.Labels).To(HaveKeyWithValue(corev1.LabelTopologyRegion, inst.Region),
+					"node %s: label %s (expected the cloud's %q, saw %q)", n.Name, corev1.LabelTopologyRegion, inst.Region, n.Labels[corev1.LabelTopologyRegion])
+			}
+		})
+
+		It("initializes a node that joins while the CCM runs", func(ctx SpecContext) {
+			f.RequireMachines()
+			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(f.Machines.Delete, m.Name)
+
+			Eventually(ctx, func(g Gomega) {
+				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", m.Name)
+				g.Expect(n.Spec.ProviderID).To(Equal(m.Instance.ProviderID), "node %s: spec.providerID", m.Name)
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+		})
+
+		It("updates a node's addresses when the cloud changes them", func(ctx SpecContext) {
+			f.RequireMachines()
+			f.RequireDriverVerbs(clouddriver.VerbInstanceSetAddresses)
+			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(f.Machines.Delete, m.Name)
+
+			Eventually(ctx, func(g Gomega) {
+				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", m.Name)
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+
+			// Give the instance a new external address, as when an elastic
+			// or floating IP is attached to a running machine.
+			newExternal := fmt.Sprintf("198.51.100.%d", 1+rand.IntN(254))
+			var changed []clouddriver.Address
+			for _, a := range m.Instance.Addresses {
+				if a.Type == string(corev1.NodeExternalIP) && net.ParseIP(a.Address).To4() != nil {
+					continue
+				}
+				changed = append(changed, a)
+			}
+			changed = append(changed, clouddriver.Address{Type: string(corev1.NodeExternalIP), Address: newExternal})
+			inst, err := f.Driver.SetInstanceAddresses(ctx, m.Name, changed)
+			Expect(err).NotTo(HaveOccurred())
+			want, err := framework.ExpectedAddresses(inst.Addresses, nil)
+			Expect(err).NotTo(HaveOccurred())
+
+			Eventually(ctx, func(g Gomega) {
+				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(framework.SameAddressSet(n.Status.Addresses, want)).To(BeTrue(),
+					"node %s: expected addresses [%s] after the cloud changed them, saw [%s]",
+					m.Name, framework.FormatAddresses(want), framework.FormatAddresses(n.Status.Addresses))
+			}).WithTimeout(f.Timeout(profile.NodeAddressUpdate)).WithPolling(f.PollInterval()).Should(Succeed())
+		})
+	})
+}

@@ -1,0 +1,162 @@
+// Package nodeip checks how the CCM treats the node IPs a kubelet announces
+// in alpha.kubernetes.io/provided-node-ip (KEP-3705): the announced IPs
+// become the node's addresses of their type, listed first; addresses of
+// other types stay; an IP the cloud does not know keeps the node
+// uninitialized.
+package nodeip
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// Suite returns the node-IP annotation suite.
+func Suite() framework.Suite {
+	return framework.Suite{Name: "nodeip", Declare: declare}
+}
+
+type family string
+
+const (
+	ipv4 family = "IPv4"
+	ipv6 family = "IPv6"
+)
+
+// secondaryAddress returns a random internal address of the family that no
+// instance has yet. The spec gives it to the instance as a second internal
+// address and announces it as the node IP: a CCM that ignores the
+// annotation keeps the cloud's first address, and the spec sees it.
+func secondaryAddress(fam family) string {
+	if fam == ipv4 {
+		return fmt.Sprintf("127.66.%d.%d", rand.IntN(256), 1+rand.IntN(254))
+	}
+	return fmt.Sprintf("fd00:66::%x:%x", 1+rand.IntN(0xfffe), 1+rand.IntN(0xfffe))
+}
+
+func isFamily(addr string, fam family) bool {
+	ip := net.ParseIP(addr)
+	return ip != nil && (ip.To4() != nil) == (fam == ipv4)
+}
+
+func declare(f *framework.Framework) {
+	Describe("Node IP: the CCM honours the node IPs a kubelet announces", Label(string(profile.NodeIPAnnotation), string(profile.InstancesV2)), func() {
+
+		// machineWithNodeIPs makes an instance of the families, adds one
+		// secondary internal address per family, and starts a kubelet that
+		// announces those secondary addresses in the given order.
+		machineWithNodeIPs := func(ctx context.Context, order ...family) (*framework.Machine, []string) {
+			f.RequireMachines()
+			f.RequireDriverVerbs(clouddriver.VerbInstanceSetAddresses)
+			families := make([]string, len(order))
+			for i, fam := range order {
+				families[i] = string(fam)
+			}
+			m, err := f.Machines.Add(ctx, framework.MachineRequest{IPFamilies: families, NoKubelet: true})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(f.Machines.Delete, m.Name)
+
+			addrs := append([]clouddriver.Address{}, m.Instance.Addresses...)
+			var nodeIPs []string
+			for _, fam := range order {
+				hasInternal := false
+				for _, a := range m.Instance.Addresses {
+					if a.Type == string(corev1.NodeInternalIP) && isFamily(a.Address, fam) {
+						hasInternal = true
+					}
+				}
+				Expect(hasInternal).To(BeTrue(), "instance %s was created with family %s but the cloud reports no %s InternalIP: [%s]",
+					m.Name, fam, fam, framework.FormatAddresses(m.Instance.Addresses))
+				ip := secondaryAddress(fam)
+				addrs = append(addrs, clouddriver.Address{Type: string(corev1.NodeInternalIP), Address: ip})
+				nodeIPs = append(nodeIPs, ip)
+			}
+			inst, err := f.Driver.SetInstanceAddresses(ctx, m.Name, addrs)
+			Expect(err).NotTo(HaveOccurred())
+			m.Instance = inst
+
+			m.Kubelet, err = f.Machines.StartKubelet(ctx, nodes.Spec{Name: m.Name, NodeIPs: nodeIPs})
+			Expect(err).NotTo(HaveOccurred())
+			return m, nodeIPs
+		}
+
+		expectNodeIPsHonoured := func(ctx context.Context, m *framework.Machine, nodeIPs []string) {
+			want, err := framework.ExpectedAddresses(m.Instance.Addresses, nodeIPs)
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(ctx, func(g Gomega) {
+				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(framework.Uninitialized(n)).To(BeFalse(),
+					"node %s (node IPs %s) still has the uninitialized taint; CCM says: %s",
+					m.Name, strings.Join(nodeIPs, ","), f.CCMReason(ctx, m.Name))
+				got := n.Status.Addresses
+				g.Expect(len(got)).To(BeNumerically(">=", len(nodeIPs)), "node %s: addresses [%s]", m.Name, framework.FormatAddresses(got))
+				for i, ip := range nodeIPs {
+					g.Expect(got[i].Address).To(Equal(ip),
+						"node %s: address #%d should be node IP %s (expected [%s], saw [%s])",
+						m.Name, i+1, ip, framework.FormatAddresses(want), framework.FormatAddresses(got))
+				}
+				g.Expect(got).To(Equal(want), "node %s: expected addresses [%s], saw [%s]",
+					m.Name, framework.FormatAddresses(want), framework.FormatAddresses(got))
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+		}
+
+		It("makes an IPv4 node IP the node's only InternalIP, listed first, keeping other address types", func(ctx SpecContext) {
+			m, ips := machineWithNodeIPs(ctx, ipv4)
+			expectNodeIPsHonoured(ctx, m, ips)
+		})
+
+		It("makes an IPv6 node IP the node's only InternalIP, listed first, keeping other address types", Label(string(profile.IPv6)), func(ctx SpecContext) {
+			m, ips := machineWithNodeIPs(ctx, ipv6)
+			expectNodeIPsHonoured(ctx, m, ips)
+		})
+
+		It("makes a dual-stack IPv4,IPv6 node IP pair the node's InternalIPs in that order", Label(string(profile.DualStack)), func(ctx SpecContext) {
+			m, ips := machineWithNodeIPs(ctx, ipv4, ipv6)
+			expectNodeIPsHonoured(ctx, m, ips)
+		})
+
+		It("makes a dual-stack IPv6,IPv4 node IP pair the node's InternalIPs in that order", Label(string(profile.DualStack)), func(ctx SpecContext) {
+			m, ips := machineWithNodeIPs(ctx, ipv6, ipv4)
+			expectNodeIPsHonoured(ctx, m, ips)
+		})
+
+		It("leaves a node whose node IP the cloud does not know tainted and uninitialized", func(ctx SpecContext) {
+			f.RequireMachines()
+			m, err := f.Machines.Add(ctx, framework.MachineRequest{IPFamilies: []string{string(ipv4)}, NoKubelet: true})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(f.Machines.Delete, m.Name)
+
+			// 192.0.2.0/24 is TEST-NET-1: no cloud gives it to an instance.
+			unknown := fmt.Sprintf("192.0.2.%d", 1+rand.IntN(254))
+			_, err = f.Machines.StartKubelet(ctx, nodes.Spec{Name: m.Name, NodeIPs: []string{unknown}})
+			Expect(err).NotTo(HaveOccurred())
+
+			Consistently(ctx, func(g Gomega) {
+				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(framework.Uninitialized(n)).To(BeTrue(),
+					"node %s announced node IP %s, which its instance does not have ([%s]), yet the CCM removed the uninitialized taint",
+					m.Name, unknown, framework.FormatAddresses(m.Instance.Addresses))
+				g.Expect(n.Spec.ProviderID).To(BeEmpty(),
+					"node %s announced unknown node IP %s, yet the CCM set providerID %q", m.Name, unknown, n.Spec.ProviderID)
+			}).WithTimeout(f.Timeout(profile.NodeIPRejection)).WithPolling(f.PollInterval()).Should(Succeed())
+
+			reason := f.CCMReason(ctx, m.Name)
+			AddReportEntry("CCM reason", reason)
+			GinkgoWriter.Printf("node %s stayed uninitialized for %s; CCM reason: %s\n", m.Name, f.Timeout(profile.NodeIPRejection), reason)
+		})
+	})
+}
