@@ -1,0 +1,118 @@
+package profile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadValid(t *testing.T) {
+	tests := []struct {
+		file  string
+		check func(t *testing.T, p *Profile)
+	}{
+		{"valid-minimal.yaml", func(t *testing.T, p *Profile) {
+			if p.Cluster.Nodes != 3 || len(p.Cluster.IPFamilies) != 1 || p.Cluster.IPFamilies[0] != "IPv4" {
+				t.Errorf("cluster defaults not applied: %+v", p.Cluster)
+			}
+			if got := p.Timeout(NodeInitialize); got != 5*time.Minute {
+				t.Errorf("default nodeInitialize = %s, want 5m", got)
+			}
+			if p.CloudDriver != nil {
+				t.Errorf("cloudDriver = %+v, want nil", p.CloudDriver)
+			}
+		}},
+		{"valid-full.yaml", func(t *testing.T, p *Profile) {
+			if got := p.Timeout(NodeInitialize); got != 30*time.Second {
+				t.Errorf("nodeInitialize = %s, want 30s", got)
+			}
+			if got := p.Timeout(PollInterval); got != 250*time.Millisecond {
+				t.Errorf("pollInterval = %s, want 250ms", got)
+			}
+			if !p.Has(DualStack) || p.Has(LoadBalancer) {
+				t.Errorf("capabilities = %v", p.Capabilities)
+			}
+			if want := filepath.Join(p.Dir, "../bin/ccm"); p.ResolvePath(p.CCM.Binary.Path) != filepath.Clean(want) {
+				t.Errorf("ResolvePath = %s, want %s", p.ResolvePath(p.CCM.Binary.Path), want)
+			}
+			e := p.NewExpander("/run/x", "/run/x/kubeconfig")
+			if got := e.Expand(p.CCM.Binary.Args[1]); got != "--cloud-config=/run/x/cloud.conf" {
+				t.Errorf("Expand = %q", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			p, err := Load(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			tt.check(t, p)
+		})
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string // substrings of the error
+	}{
+		{"invalid-unknown-field.yaml", []string{`unknown field "ccm.binary.argz"`}},
+		{"invalid-bad-timeout.yaml", []string{"timeouts.nodeInitialize", `"3x"`}},
+		{"invalid-unknown-timeout.yaml", []string{"timeouts", `"nodeInitialise"`, "nodeInitialize"}},
+		{"invalid-unknown-capability.yaml", []string{"capabilities[1]", `"load-balancer"`, "LoadBalancer"}},
+		{"invalid-no-ccm.yaml", []string{"ccm.binary: Required value"}},
+		{"invalid-wrong-type.yaml", []string{"cluster.nodes", "string"}},
+		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
+		{"invalid-not-yaml.yaml", []string{"not valid YAML"}},
+		{"invalid-wrong-apiversion.yaml", []string{"apiVersion", "ccm-conformance.dev/v1alpha1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join("testdata", tt.file)
+			_, err := Load(path)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, path) {
+				t.Errorf("error %q does not name the file %s", msg, path)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is not one line: %q", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("err = %v, want one naming nope.yaml", err)
+	}
+}
+
+func TestEmptyProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "empty document") {
+		t.Fatalf("err = %v, want empty document", err)
+	}
+}
+
+func TestEveryTimeoutHasADefault(t *testing.T) {
+	for _, n := range TimeoutNames() {
+		if DefaultTimeout(n) <= 0 {
+			t.Errorf("timeout %s has no positive default", n)
+		}
+	}
+}
