@@ -18,6 +18,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+	"golang.org/x/term"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -445,6 +446,7 @@ func (r *run) runSpecs(ctx context.Context) *Result {
 	suiteConfig.Timeout = 24 * time.Hour
 	suiteConfig.RandomSeed = time.Now().Unix()
 	reporterConfig.Verbose = true
+	reporterConfig.NoColor = !term.IsTerminal(int(os.Stdout.Fd()))
 	reporterConfig.JUnitReport = filepath.Join(r.opts.ArtifactsDir, "junit_01.xml")
 
 	start := time.Now()

@@ -1,0 +1,39 @@
+# ccm-conformance: every target delegates to scripts/.
+SHELL := /usr/bin/env bash
+
+ARTIFACTS ?= $(CURDIR)/_artifacts
+LABEL_FILTER ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the harness and the reference provider into bin/
+	@scripts/build.sh
+
+.PHONY: conformance
+conformance: build ## Full conformance run against the reference provider on the local cluster
+	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" scripts/conformance.sh
+
+.PHONY: test
+test: ## Unit and integration tests (builds the local cluster's binaries on first use)
+	@scripts/test.sh
+
+.PHONY: test-unit
+test-unit: ## Unit tests only (go test -short)
+	@go test -short ./...
+
+.PHONY: bench
+bench: ## Benchmarks
+	@go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: verify
+verify: ## gofmt, go vet, and the module's Kubernetes pins
+	@scripts/verify.sh
+
+.PHONY: clean
+clean: ## Remove bin/ and _artifacts/
+	rm -rf bin _artifacts

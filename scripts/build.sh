@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Build the harness and the reference provider into bin/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version="$(git describe --tags --always --dirty 2>/dev/null || echo devel)"
+ldflags="-X github.com/ccm-conformance/ccm-conformance/cmd/ccm-conformance/app.Version=${version}"
+mkdir -p bin
+for target in \
+  ./cmd/ccm-conformance \
+  ./providers/reference/cmd/reference-ccm \
+  ./providers/reference/cmd/reference-cloud \
+  ./providers/reference/cmd/reference-cloud-driver; do
+  name="$(basename "${target}")"
+  echo "building bin/${name}" >&2
+  CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "bin/${name}" "${target}"
+done
