@@ -27,10 +27,7 @@ func List(suites []framework.Suite, labelFilter string) ([]SpecInfo, error) {
 			return nil, &InputError{fmt.Errorf("--label-filter %q: %s", labelFilter, labelFilterError(err))}
 		}
 	}
-	f := &framework.Framework{}
-	for _, s := range suites {
-		s.Declare(f)
-	}
+	declareSuites(&framework.Framework{}, suites)
 	var specs []SpecInfo
 	ginkgo.ReportAfterSuite("list", func(rep ginkgo.Report) {
 		for _, s := range rep.SpecReports {

@@ -6,6 +6,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +54,10 @@ type Options struct {
 	Suites []framework.Suite
 	// Out receives progress and the summary. Default os.Stdout.
 	Out io.Writer
+	// HarnessVersion goes into RunInfo.
+	HarnessVersion string
+	// Observers are told when the run starts and ends.
+	Observers []Observer
 }
 
 // Result counts the specs of a run.
@@ -85,6 +91,8 @@ type run struct {
 	machines  *framework.Machines
 	kubelets  *nodes.Pool
 	instances []string
+	info      RunInfo
+	report    types.Report
 }
 
 type cleanup struct {
@@ -116,11 +124,37 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := r.checkInput(); err != nil {
 		return nil, err
 	}
+	r.info = RunInfo{
+		Provider:       r.profile.Name,
+		ProfilePath:    r.profile.Path,
+		Backend:        "local",
+		CCMBinary:      r.profile.ResolvePath(r.profile.CCM.Binary.Path),
+		HarnessVersion: opts.HarnessVersion,
+		LabelFilter:    opts.LabelFilter,
+		Started:        time.Now(),
+	}
+	if opts.Kubeconfig != "" {
+		r.info.Backend = "kubeconfig"
+	}
+	r.info.CCMDigest, _ = fileDigest(r.info.CCMBinary)
+	for _, o := range opts.Observers {
+		if oerr := o.RunStarted(r.info); oerr != nil {
+			return nil, &SetupError{Step: "reports", Err: oerr}
+		}
+	}
 	defer func() {
 		if terr := r.teardown(); terr != nil {
 			r.logf("teardown: %v", terr)
 			if err == nil && res != nil && res.Failed == 0 {
 				err = &SetupError{Step: "teardown", Err: terr}
+			}
+		}
+		for _, o := range opts.Observers {
+			if oerr := o.RunFinished(r.info, r.report, res, err); oerr != nil {
+				r.logf("writing reports: %v", oerr)
+				if err == nil {
+					err = &SetupError{Step: "reports", Err: oerr}
+				}
 			}
 		}
 	}()
@@ -296,6 +330,9 @@ func (r *run) setupCluster(ctx context.Context) error {
 	if err != nil {
 		return &SetupError{Step: "cluster client", Err: err}
 	}
+	if v, err := r.client.Discovery().ServerVersion(); err == nil {
+		r.info.KubernetesVersion, r.info.KubernetesCommit = v.GitVersion, v.GitCommit
+	}
 	return nil
 }
 
@@ -435,11 +472,8 @@ func (r *run) framework() *framework.Framework {
 func (r *run) runSpecs(ctx context.Context) *Result {
 	f := r.framework()
 	ginkgo.BeforeEach(f.SkipUnlessCapable)
-	for _, s := range r.opts.Suites {
-		s.Declare(f)
-	}
-	var report types.Report
-	ginkgo.ReportAfterSuite("ccm-conformance summary", func(rep ginkgo.Report) { report = rep })
+	declareSuites(f, r.opts.Suites)
+	ginkgo.ReportAfterSuite("ccm-conformance summary", func(rep ginkgo.Report) { r.report = rep })
 
 	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()
 	suiteConfig.LabelFilter = r.opts.LabelFilter
@@ -451,7 +485,7 @@ func (r *run) runSpecs(ctx context.Context) *Result {
 
 	start := time.Now()
 	ginkgo.RunSpecs(failRecorder{}, "CCM conformance: "+r.profile.Name, suiteConfig, reporterConfig)
-	res := resultFrom(report)
+	res := resultFrom(r.report)
 	res.Duration = time.Since(start)
 	if ctx.Err() != nil {
 		res.Interrupted = true
@@ -545,4 +579,39 @@ func labelFilterError(err error) string {
 		return oneLine(ge.Heading + ": " + strings.ReplaceAll(ge.Message, "\n", " "))
 	}
 	return oneLine(err.Error())
+}
+
+// declareSuites declares each suite inside a container named after it, so
+// that every spec's full text starts with "[suite]" and reports can group
+// specs by suite.
+func declareSuites(f *framework.Framework, suites []framework.Suite) {
+	for _, s := range suites {
+		ginkgo.Describe("["+s.Name+"]", func() { s.Declare(f) })
+	}
+}
+
+// SuiteOf returns the suite a spec belongs to, from the container
+// declareSuites put around it, or "" if there is none.
+func SuiteOf(spec types.SpecReport) string {
+	if len(spec.ContainerHierarchyTexts) == 0 {
+		return ""
+	}
+	t := spec.ContainerHierarchyTexts[0]
+	if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
+		return strings.TrimSuffix(strings.TrimPrefix(t, "["), "]")
+	}
+	return ""
+}
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }

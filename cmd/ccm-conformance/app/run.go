@@ -34,6 +34,7 @@ profile does not declare is skipped and says which one was missing.`,
 			defer stop()
 			opts.Suites = suites.All()
 			opts.Out = stdout
+			opts.HarnessVersion = Version
 			res, err := runner.Run(ctx, opts)
 			code := runner.ExitCode(res, err)
 			if errors.Is(err, runner.ErrInterrupted) {

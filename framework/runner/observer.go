@@ -1,0 +1,40 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+)
+
+// RunInfo describes a run for reports: what was tested, where, and when.
+type RunInfo struct {
+	// Provider is the profile's name.
+	Provider string `json:"provider"`
+	// ProfilePath is the profile file.
+	ProfilePath string `json:"profilePath"`
+	// Backend is "local" (the embedded cluster) or "kubeconfig".
+	Backend string `json:"backend"`
+	// KubernetesVersion and KubernetesCommit come from the API server's
+	// /version; empty when the cluster never came up.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	KubernetesCommit  string `json:"kubernetesCommit,omitempty"`
+	// CCMBinary is the CCM executable and CCMDigest its sha256
+	// ("sha256:<hex>"), so that results name exactly what was tested.
+	CCMBinary string `json:"ccmBinary,omitempty"`
+	CCMDigest string `json:"ccmDigest,omitempty"`
+	// HarnessVersion is the ccm-conformance version.
+	HarnessVersion string `json:"harnessVersion"`
+	// LabelFilter narrowed the specs, if set.
+	LabelFilter string `json:"labelFilter,omitempty"`
+	// Started is when the run began.
+	Started time.Time `json:"started"`
+}
+
+// Observer is told when a run starts and ends, to write reports in
+// whatever layout it serves (the Prow/TestGrid one, for example). The
+// runner calls RunFinished exactly once after RunStarted, also when setup
+// failed or the run was interrupted; report is empty if no spec ran.
+type Observer interface {
+	RunStarted(info RunInfo) error
+	RunFinished(info RunInfo, report types.Report, res *Result, runErr error) error
+}
