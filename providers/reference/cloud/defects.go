@@ -1,0 +1,99 @@
+package cloud
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// A Defect is a deliberate bug the reference CCM can be started with
+// (--reference-defects=a,b), so that the conformance harness can check that
+// its suites catch a CCM that gets something wrong. A CCM without defects
+// is the default and what every suite must pass.
+type Defect string
+
+// Every defect the CCM knows. Each one breaks a single behaviour.
+const (
+	// DefectWrongZone reports every zone with the suffix "-wrong".
+	DefectWrongZone Defect = "wrong-zone"
+	// DefectNoIPv6 drops IPv6 addresses from node metadata.
+	DefectNoIPv6 Defect = "no-ipv6"
+	// DefectStaleAddresses keeps the first addresses reported for a node
+	// and ignores later changes in the cloud.
+	DefectStaleAddresses Defect = "stale-addresses"
+	// DefectKeepLBOnDelete makes EnsureLoadBalancerDeleted do nothing.
+	DefectKeepLBOnDelete Defect = "keep-lb-on-delete"
+	// DefectBackendsAllInstances makes every instance of the cloud a load
+	// balancer backend, instead of the nodes the service controller chose.
+	DefectBackendsAllInstances Defect = "backends-all-instances"
+	// DefectIgnoreSourceRanges opens load balancers to every client,
+	// whatever the Service's loadBalancerSourceRanges say.
+	DefectIgnoreSourceRanges Defect = "ignore-source-ranges"
+	// DefectWrongRouteCIDR creates routes for the CIDR block after the
+	// requested one (10.244.1.0/24 becomes 10.244.2.0/24).
+	DefectWrongRouteCIDR Defect = "wrong-route-cidr"
+	// DefectKeepRoutes makes DeleteRoute do nothing.
+	DefectKeepRoutes Defect = "keep-routes"
+	// DefectInstanceExistsAlways reports every instance as existing, so
+	// nodes of deleted instances are never removed.
+	DefectInstanceExistsAlways Defect = "instance-exists-always"
+	// DefectNoShutdown never reports an instance as shut down, so nodes
+	// of stopped instances never get the shutdown taint.
+	DefectNoShutdown Defect = "no-shutdown"
+)
+
+// KnownDefects returns every defect, in the order of the list above.
+func KnownDefects() []Defect {
+	return []Defect{
+		DefectWrongZone, DefectNoIPv6, DefectStaleAddresses,
+		DefectKeepLBOnDelete, DefectBackendsAllInstances, DefectIgnoreSourceRanges,
+		DefectWrongRouteCIDR, DefectKeepRoutes,
+		DefectInstanceExistsAlways, DefectNoShutdown,
+	}
+}
+
+// Defects is a set of defects. A pointer to it is a pflag.Value that
+// takes comma-separated names and rejects unknown ones.
+type Defects map[Defect]bool
+
+// Has reports whether d is in the set.
+func (s Defects) Has(d Defect) bool { return s[d] }
+
+// String returns the names, sorted and comma-separated.
+func (s Defects) String() string {
+	names := make([]string, 0, len(s))
+	for d := range s {
+		names = append(names, string(d))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+// Set adds the comma-separated defects in value to the set.
+func (s *Defects) Set(value string) error {
+	if *s == nil {
+		*s = Defects{}
+	}
+	for name := range strings.SplitSeq(value, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(KnownDefects(), Defect(name)) {
+			return fmt.Errorf("unknown defect %q (known: %s)", name, knownDefectNames())
+		}
+		(*s)[Defect(name)] = true
+	}
+	return nil
+}
+
+// Type names the flag's value type in --help.
+func (s *Defects) Type() string { return "names" }
+
+func knownDefectNames() string {
+	var names []string
+	for _, d := range KnownDefects() {
+		names = append(names, string(d))
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,183 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
+)
+
+// instances implements cloudprovider.InstancesV2 and cloudprovider.Zones.
+type instances struct {
+	client  *cloudapi.Client
+	defects Defects
+
+	// firstAddresses holds, per node, the addresses first reported; only
+	// the stale-addresses defect uses it.
+	mu             sync.Mutex
+	firstAddresses map[string][]v1.NodeAddress
+}
+
+var (
+	_ cloudprovider.InstancesV2 = (*instances)(nil)
+	_ cloudprovider.Zones       = (*instances)(nil)
+)
+
+func newInstances(client *cloudapi.Client, defects Defects) *instances {
+	return &instances{client: client, defects: defects, firstAddresses: map[string][]v1.NodeAddress{}}
+}
+
+// lookup finds a node's instance: by providerID when the node has one
+// (the normal case once the node is initialized), else by node name.
+// It wraps cloudprovider.InstanceNotFound when the cloud has no such
+// instance, and returns any other cloud error as is, so that the
+// controllers keep the node and retry rather than deleting it.
+func (i *instances) lookup(ctx context.Context, node *v1.Node) (*cloudapi.Instance, error) {
+	if node.Spec.ProviderID != "" {
+		return i.lookupByProviderID(ctx, node.Spec.ProviderID)
+	}
+	return i.lookupByName(ctx, types.NodeName(node.Name))
+}
+
+func (i *instances) lookupByProviderID(ctx context.Context, providerID string) (*cloudapi.Instance, error) {
+	_, id, err := cloudapi.ParseProviderID(providerID)
+	if err != nil {
+		return nil, err
+	}
+	in, err := i.client.GetInstance(ctx, id)
+	if cloudapi.IsNotFound(err) {
+		return nil, fmt.Errorf("instance %s (providerID %s): %w", id, providerID, cloudprovider.InstanceNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting instance %s: %w", id, err)
+	}
+	return in, nil
+}
+
+func (i *instances) lookupByName(ctx context.Context, name types.NodeName) (*cloudapi.Instance, error) {
+	in, err := i.client.InstanceByName(ctx, string(name))
+	if cloudapi.IsNotFound(err) {
+		return nil, fmt.Errorf("instance named %s: %w", name, cloudprovider.InstanceNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting instance named %s: %w", name, err)
+	}
+	return in, nil
+}
+
+// InstanceExists reports whether the node's instance exists. A node whose
+// instance is gone is deleted by the cloud node lifecycle controller.
+func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	if i.defects.Has(DefectInstanceExistsAlways) {
+		return true, nil
+	}
+	_, err := i.lookup(ctx, node)
+	switch {
+	case isInstanceNotFound(err):
+		klog.FromContext(ctx).V(2).Info("Instance of node not found", "node", klog.KObj(node))
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// InstanceShutdown reports whether the node's instance is stopped. The
+// lifecycle controller then taints the node as shut down.
+func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	if i.defects.Has(DefectNoShutdown) {
+		return false, nil
+	}
+	in, err := i.lookup(ctx, node)
+	if err != nil {
+		return false, err
+	}
+	return in.State == cloudapi.StateStopped, nil
+}
+
+// InstanceMetadata returns what the cloud node controller puts on the
+// node: providerID, instance type, addresses and topology.
+func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	in, err := i.lookup(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	md := &cloudprovider.InstanceMetadata{
+		ProviderID:    in.ProviderID,
+		InstanceType:  in.InstanceType,
+		NodeAddresses: i.nodeAddresses(node.Name, in.Addresses),
+		Zone:          i.zoneName(in.Zone),
+		Region:        in.Region,
+	}
+	klog.FromContext(ctx).V(4).Info("Instance metadata", "node", klog.KObj(node), "providerID", md.ProviderID,
+		"zone", md.Zone, "region", md.Region, "instanceType", md.InstanceType, "addresses", md.NodeAddresses)
+	return md, nil
+}
+
+// nodeAddresses turns the cloud's addresses into node addresses, in the
+// cloud's order (the kubelet and the node controller pick the first
+// InternalIP of each family).
+func (i *instances) nodeAddresses(nodeName string, addrs []cloudapi.Address) []v1.NodeAddress {
+	out := make([]v1.NodeAddress, 0, len(addrs))
+	for _, a := range addrs {
+		if i.defects.Has(DefectNoIPv6) {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is6() {
+				continue
+			}
+		}
+		out = append(out, v1.NodeAddress{Type: v1.NodeAddressType(a.Type), Address: a.Address})
+	}
+	if i.defects.Has(DefectStaleAddresses) {
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		if first, ok := i.firstAddresses[nodeName]; ok {
+			return slices.Clone(first)
+		}
+		i.firstAddresses[nodeName] = slices.Clone(out)
+	}
+	return out
+}
+
+func (i *instances) zoneName(zone string) string {
+	if i.defects.Has(DefectWrongZone) {
+		return zone + "-wrong"
+	}
+	return zone
+}
+
+// GetZone would return the zone of the machine the CCM runs on; a CCM
+// is not tied to one, so it is not implemented.
+func (i *instances) GetZone(context.Context) (cloudprovider.Zone, error) {
+	return cloudprovider.Zone{}, cloudprovider.NotImplemented
+}
+
+// GetZoneByProviderID returns the zone and region of an instance.
+func (i *instances) GetZoneByProviderID(ctx context.Context, providerID string) (cloudprovider.Zone, error) {
+	in, err := i.lookupByProviderID(ctx, providerID)
+	if err != nil {
+		return cloudprovider.Zone{}, err
+	}
+	return cloudprovider.Zone{FailureDomain: i.zoneName(in.Zone), Region: in.Region}, nil
+}
+
+// GetZoneByNodeName returns the zone and region of a node's instance.
+func (i *instances) GetZoneByNodeName(ctx context.Context, nodeName types.NodeName) (cloudprovider.Zone, error) {
+	in, err := i.lookupByName(ctx, nodeName)
+	if err != nil {
+		return cloudprovider.Zone{}, err
+	}
+	return cloudprovider.Zone{FailureDomain: i.zoneName(in.Zone), Region: in.Region}, nil
+}
+
+func isInstanceNotFound(err error) bool {
+	return errors.Is(err, cloudprovider.InstanceNotFound)
+}

@@ -1,0 +1,151 @@
+package cloud
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
+)
+
+// loadBalancers implements cloudprovider.LoadBalancer. The service
+// controller calls it for Services of type LoadBalancer; the cloud keeps
+// one load balancer per Service, named by cloudprovider.DefaultLoadBalancerName.
+type loadBalancers struct {
+	client  *cloudapi.Client
+	defects Defects
+}
+
+var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+
+// GetLoadBalancerName returns the cloud's name for the Service's load
+// balancer: "a" and the Service UID without dashes, cut to 32 characters.
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, service *v1.Service) string {
+	return cloudprovider.DefaultLoadBalancerName(service)
+}
+
+// GetLoadBalancer returns the status of the Service's load balancer and
+// whether it exists.
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, service *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	name := l.GetLoadBalancerName(ctx, clusterName, service)
+	lb, err := l.client.GetLoadBalancer(ctx, name)
+	if cloudapi.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("getting load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)
+	}
+	return status(lb), true, nil
+}
+
+// EnsureLoadBalancer creates or updates the Service's load balancer so it
+// forwards the Service's ports to the given nodes, and returns its status.
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	name := l.GetLoadBalancerName(ctx, clusterName, service)
+	spec, err := l.spec(ctx, service, nodes)
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(2).Info("Ensuring load balancer", "service", klog.KObj(service), "loadBalancer", name,
+		"ports", spec.Ports, "backends", spec.Backends, "sourceRanges", spec.SourceRanges, "healthCheckNodePort", spec.HealthCheckNodePort)
+	lb, err := l.client.EnsureLoadBalancer(ctx, name, spec)
+	if err != nil {
+		return nil, fmt.Errorf("ensuring load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)
+	}
+	return status(lb), nil
+}
+
+// UpdateLoadBalancer updates the backends of the Service's load balancer.
+// The cloud API takes the whole spec, so this writes the same spec as
+// EnsureLoadBalancer.
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) error {
+	_, err := l.EnsureLoadBalancer(ctx, clusterName, service, nodes)
+	return err
+}
+
+// EnsureLoadBalancerDeleted deletes the Service's load balancer; one that
+// is already gone is not an error.
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, service *v1.Service) error {
+	name := l.GetLoadBalancerName(ctx, clusterName, service)
+	if l.defects.Has(DefectKeepLBOnDelete) {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(service), "loadBalancer", name)
+	err := l.client.DeleteLoadBalancer(ctx, name)
+	if err != nil && !cloudapi.IsNotFound(err) {
+		return fmt.Errorf("deleting load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)
+	}
+	return nil
+}
+
+// spec translates a Service and its nodes into a load balancer spec.
+func (l *loadBalancers) spec(ctx context.Context, service *v1.Service, nodes []*v1.Node) (cloudapi.LoadBalancerSpec, error) {
+	spec := cloudapi.LoadBalancerSpec{ServiceNamespace: service.Namespace, ServiceName: service.Name}
+
+	for _, p := range service.Spec.Ports {
+		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
+			return spec, fmt.Errorf("service %s/%s port %q: protocol %s is not supported by the reference cloud (only TCP and UDP)",
+				service.Namespace, service.Name, p.Name, p.Protocol)
+		}
+		spec.Ports = append(spec.Ports, cloudapi.Port{Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
+	}
+
+	if l.defects.Has(DefectBackendsAllInstances) {
+		all, err := l.client.ListInstances(ctx)
+		if err != nil {
+			return spec, fmt.Errorf("listing instances: %w", err)
+		}
+		for _, in := range all {
+			spec.Backends = append(spec.Backends, in.Name)
+		}
+	} else {
+		for _, n := range nodes {
+			spec.Backends = append(spec.Backends, n.Name)
+		}
+	}
+
+	ranges, err := sourceRanges(service)
+	if err != nil {
+		return spec, err
+	}
+	if !l.defects.Has(DefectIgnoreSourceRanges) {
+		spec.SourceRanges = ranges
+	}
+
+	// With externalTrafficPolicy: Local only nodes with local endpoints
+	// should get traffic; kube-proxy tells which on the health check port.
+	_, hcPort := servicehelper.GetServiceHealthCheckPathPort(service)
+	spec.HealthCheckNodePort = hcPort
+	return spec, nil
+}
+
+// sourceRanges returns the client CIDRs a Service allows: from
+// spec.loadBalancerSourceRanges, else from the
+// service.beta.kubernetes.io/load-balancer-source-ranges annotation. No
+// ranges (allow all) is returned as an empty list.
+func sourceRanges(service *v1.Service) ([]string, error) {
+	if len(service.Spec.LoadBalancerSourceRanges) == 0 && strings.TrimSpace(service.Annotations[v1.AnnotationLoadBalancerSourceRangesKey]) == "" {
+		return nil, nil
+	}
+	nets, err := servicehelper.GetLoadBalancerSourceRanges(service)
+	if err != nil {
+		return nil, fmt.Errorf("service %s/%s: %w", service.Namespace, service.Name, err)
+	}
+	ranges := nets.StringSlice()
+	slices.Sort(ranges) // a set: keep the order stable across syncs
+	return ranges, nil
+}
+
+// status is the Service status for a load balancer.
+func status(lb *cloudapi.LoadBalancer) *v1.LoadBalancerStatus {
+	if lb.IngressIP == "" {
+		return &v1.LoadBalancerStatus{}
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.IngressIP}}}
+}
