@@ -55,6 +55,14 @@ type Options struct {
 	LeaseDuration time.Duration
 	// KubeletVersion goes into status.nodeInfo. Default "v0.0.0-simulated".
 	KubeletVersion string
+	// ServeNodePorts makes every running kubelet answer on its node's
+	// loopback InternalIP at each Service NodePort with the node's name,
+	// as a simulated kube-proxy, so that load balancers have a real data
+	// path. Default off.
+	ServeNodePorts bool
+	// ProxySyncInterval is how often the simulated kube-proxy reconciles
+	// its listeners. Default 500ms.
+	ProxySyncInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -67,6 +75,9 @@ func (o Options) withDefaults() Options {
 	if o.KubeletVersion == "" {
 		o.KubeletVersion = "v0.0.0-simulated"
 	}
+	if o.ProxySyncInterval <= 0 {
+		o.ProxySyncInterval = 500 * time.Millisecond
+	}
 	return o
 }
 
@@ -75,6 +86,8 @@ type Kubelet struct {
 	spec   Spec
 	client kubernetes.Interface
 	opts   Options
+	// watch feeds the simulated kube-proxy; nil when ports are not served.
+	watch *proxyWatch
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -229,7 +242,17 @@ func (k *Kubelet) Resume() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel, k.done = cancel, make(chan struct{})
-	go k.heartbeat(ctx, k.done)
+	if k.watch == nil {
+		go k.heartbeat(ctx, k.done)
+		return
+	}
+	heartbeatDone, done := make(chan struct{}), k.done
+	go k.heartbeat(ctx, heartbeatDone)
+	go func() {
+		newProxy(k.spec.Name, k.watch).run(ctx, k.opts.ProxySyncInterval)
+		<-heartbeatDone
+		close(done)
+	}()
 }
 
 func (k *Kubelet) heartbeat(ctx context.Context, done chan struct{}) {

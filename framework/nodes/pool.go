@@ -19,6 +19,7 @@ type Pool struct {
 
 	mu       sync.Mutex
 	kubelets map[string]*Kubelet
+	watch    *proxyWatch
 }
 
 // NewPool returns an empty pool whose kubelets talk to the cluster through
@@ -37,7 +38,15 @@ func (p *Pool) Register(ctx context.Context, spec Spec) (*Kubelet, error) {
 		p.mu.Unlock()
 		return nil, fmt.Errorf("simulated node %s is already registered", spec.Name)
 	}
-	k := &Kubelet{spec: spec, client: p.client, opts: p.opts}
+	if p.opts.ServeNodePorts && p.watch == nil {
+		w, err := startProxyWatch(p)
+		if err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		p.watch = w
+	}
+	k := &Kubelet{spec: spec, client: p.client, opts: p.opts, watch: p.watch}
 	p.kubelets[spec.Name] = k
 	p.mu.Unlock()
 
@@ -91,11 +100,17 @@ func (p *Pool) Remove(ctx context.Context, name string) error {
 	return nil
 }
 
-// Close stops every kubelet and deletes their Nodes.
+// Close stops every kubelet, deletes their Nodes, and stops watching.
 func (p *Pool) Close(ctx context.Context) error {
 	var errs []error
 	for _, name := range p.Names() {
 		errs = append(errs, p.Remove(ctx, name))
 	}
+	p.mu.Lock()
+	if p.watch != nil {
+		close(p.watch.stop)
+		p.watch = nil
+	}
+	p.mu.Unlock()
 	return errors.Join(errs...)
 }

@@ -412,7 +412,7 @@ func (r *run) registerNodes(ctx context.Context) error {
 	if r.driver == nil || !r.driver.Supports(clouddriver.VerbInstanceCreate) || !r.driver.Supports(clouddriver.VerbInstanceDelete) {
 		return &InputError{fmt.Errorf("profile %s: the local cluster simulates its nodes and needs a cloud driver that implements \"instance create\" and \"instance delete\"", r.profile.Path)}
 	}
-	r.kubelets = nodes.NewPool(r.client, nodes.Options{KubeletVersion: r.clusterVersion()})
+	r.kubelets = nodes.NewPool(r.client, nodes.Options{KubeletVersion: r.clusterVersion(), ServeNodePorts: true})
 	r.machines = framework.NewMachines(r.driver, r.kubelets, r.profile.Cluster.IPFamilies)
 	r.defer_("remove simulated nodes", func(ctx context.Context) error {
 		var errs []error

@@ -1,0 +1,192 @@
+package nodes
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+)
+
+func TestNewNodeMatchesKubeletWithExternalCloudProvider(t *testing.T) {
+	tests := []struct {
+		name           string
+		nodeIPs        []string
+		wantAnnotation string
+		wantAddresses  []corev1.NodeAddress
+		wantErr        string
+	}{
+		{
+			name:          "no node IP: only the hostname",
+			wantAddresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "n1"}},
+		},
+		{
+			name:           "IPv4 node IP",
+			nodeIPs:        []string{"10.0.0.5"},
+			wantAnnotation: "10.0.0.5",
+			wantAddresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}, {Type: corev1.NodeHostName, Address: "n1"}},
+		},
+		{
+			name:           "IPv6 node IP",
+			nodeIPs:        []string{"fd00::5"},
+			wantAnnotation: "fd00::5",
+			wantAddresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "fd00::5"}, {Type: corev1.NodeHostName, Address: "n1"}},
+		},
+		{
+			name:           "dual-stack pair keeps its order",
+			nodeIPs:        []string{"fd00::5", "10.0.0.5"},
+			wantAnnotation: "fd00::5,10.0.0.5",
+			wantAddresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "fd00::5"},
+				{Type: corev1.NodeInternalIP, Address: "10.0.0.5"},
+				{Type: corev1.NodeHostName, Address: "n1"},
+			},
+		},
+		{name: "same family twice", nodeIPs: []string{"10.0.0.5", "10.0.0.6"}, wantErr: "same family"},
+		{name: "not an IP", nodeIPs: []string{"ten"}, wantErr: "not an IP"},
+		{name: "three IPs", nodeIPs: []string{"10.0.0.5", "fd00::5", "10.0.0.6"}, wantErr: "at most two"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := &Kubelet{spec: Spec{Name: "n1", NodeIPs: tt.nodeIPs}, opts: Options{}.withDefaults()}
+			node, err := k.newNode(metav1.Now())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr]; got != tt.wantAnnotation {
+				t.Errorf("annotation = %q, want %q", got, tt.wantAnnotation)
+			}
+			if fmt.Sprint(node.Status.Addresses) != fmt.Sprint(tt.wantAddresses) {
+				t.Errorf("addresses = %v, want %v", node.Status.Addresses, tt.wantAddresses)
+			}
+			if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != cloudproviderapi.TaintExternalCloudProvider || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+				t.Errorf("taints = %v, want only the uninitialized taint", node.Spec.Taints)
+			}
+		})
+	}
+}
+
+func TestKubeletHeartbeatsUntilStopped(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	pool := NewPool(client, Options{HeartbeatInterval: 20 * time.Millisecond})
+	k, err := pool.Register(ctx, Spec{Name: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := func() time.Time {
+		l, err := client.CoordinationV1().Leases(LeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			return time.Time{}
+		}
+		return l.Spec.RenewTime.Time
+	}
+	waitFor(t, func() bool { return !renewed().IsZero() }, "a node lease")
+	first := renewed()
+	waitFor(t, func() bool { return renewed().After(first) }, "the lease to be renewed")
+
+	k.Stop()
+	if k.Running() {
+		t.Fatal("kubelet still running after Stop")
+	}
+	stopped := renewed()
+	time.Sleep(100 * time.Millisecond)
+	if !renewed().Equal(stopped) {
+		t.Error("lease renewed after Stop")
+	}
+	k.Resume()
+	waitFor(t, func() bool { return renewed().After(stopped) }, "the lease to be renewed after Resume")
+
+	if err := pool.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); err == nil {
+		t.Error("node still exists after Close")
+	}
+}
+
+func TestSimulatedKubeProxyAnswersOnNodePorts(t *testing.T) {
+	ctx := context.Background()
+	// A free port on a loopback address of its own.
+	ip := "127.77.0.9"
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", ip, err)
+	}
+	port := int32(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+
+	client := fake.NewClientset(&corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{
+			{Port: 80, NodePort: port, Protocol: corev1.ProtocolTCP},
+			{Port: 53, NodePort: port, Protocol: corev1.ProtocolUDP},
+		}},
+	})
+	pool := NewPool(client, Options{HeartbeatInterval: time.Hour, ServeNodePorts: true, ProxySyncInterval: 20 * time.Millisecond})
+	defer pool.Close(ctx)
+	// The CCM would set the InternalIP; here the kubelet announces it.
+	k, err := pool.Register(ctx, Spec{Name: "n1", NodeIPs: []string{ip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(ip, fmt.Sprint(port))
+	var reply string
+	waitFor(t, func() bool {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		reply, _ = bufio.NewReader(conn).ReadString('\n')
+		return true
+	}, "the TCP node port")
+	if reply != "n1\n" {
+		t.Errorf("TCP reply %q, want the node's name", reply)
+	}
+	udp, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	_ = udp.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := udp.Write([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := udp.Read(buf)
+	if err != nil || string(buf[:n]) != "n1\n" {
+		t.Errorf("UDP reply %q (%v), want the node's name", buf[:n], err)
+	}
+
+	// A stopped machine answers nothing.
+	k.Stop()
+	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		conn.Close()
+		t.Error("node port still answers after the kubelet stopped")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
