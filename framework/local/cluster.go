@@ -236,7 +236,7 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 		{ComponentAPIServer, bin.apiServer, append(c.apiServerArgs(etcdURL, apiPort), o.APIServerArgs...),
 			map[string]int{"secure": apiPort}, httpOK(client, c.serverURL+"/readyz")},
 		{ComponentControllerManager, bin.controllerManager, append(c.controllerManagerArgs(kcmKubeconfig, kcmPort), o.ControllerManagerArgs...),
-			map[string]int{"secure": kcmPort}, httpOK(client, kcmURL+"/healthz")},
+			map[string]int{"secure": kcmPort}, controllersBuilt(client, kcmURL)},
 	}
 	for _, s := range steps {
 		logPath := filepath.Join(c.dir, logsDir, s.name+".log")
@@ -288,6 +288,10 @@ func (c *Cluster) apiServerArgs(etcdURL string, port int) []string {
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// kube-apiserver refuses to publish a loopback address in the
+		// endpoints of the kubernetes Service; nothing in the local cluster
+		// reaches it through that Service, so nothing is published.
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(c.dir, pkiDir),
 		"--tls-cert-file=" + pki(apiServerCertFile),
@@ -299,6 +303,18 @@ func (c *Cluster) apiServerArgs(etcdURL string, port int) []string {
 		"--authorization-mode=Node,RBAC",
 		"--service-cluster-ip-range=" + strings.Join(c.opts.ServiceCIDRs, ","),
 		"--allow-privileged=true",
+		// The aggregation layer, as in a kubeadm cluster: kube-apiserver
+		// proxies to aggregated API servers with the front-proxy client
+		// certificate, and kube-controller-manager (which reads these
+		// settings from kube-system/extension-apiserver-authentication)
+		// trusts requests forwarded that way.
+		"--requestheader-client-ca-file=" + pki(frontProxyCACertFile),
+		"--requestheader-allowed-names=" + frontProxyUser,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + pki(frontProxyCertFile),
+		"--proxy-client-key-file=" + pki(frontProxyKeyFile),
 	}
 }
 

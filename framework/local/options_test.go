@@ -109,6 +109,8 @@ func TestComponentFlags(t *testing.T) {
 		{api, "etcd-servers", "http://127.0.0.1:2379"},
 		{api, "bind-address", "127.0.0.1"},
 		{api, "secure-port", "6443"},
+		{api, "advertise-address", "127.0.0.1"},
+		{api, "endpoint-reconciler-type", "none"},
 		{api, "client-ca-file", "/d/pki/ca.crt"},
 		{api, "service-account-key-file", "/d/pki/sa.pub"},
 		{api, "service-account-signing-key-file", "/d/pki/sa.key"},
@@ -195,7 +197,20 @@ func TestPKI(t *testing.T) {
 			}
 		})
 	}
-	for _, key := range []string{caKeyFile, apiServerKeyFile, adminKeyFile, kcmClientKeyFile, kcmServerKeyFile, serviceAccountKeyFile} {
+	t.Run("front proxy", func(t *testing.T) {
+		frontProxyRoots := x509.NewCertPool()
+		frontProxyRoots.AddCert(parse(t, frontProxyCACertFile))
+		cert := parse(t, frontProxyCertFile)
+		opts := x509.VerifyOptions{Roots: frontProxyRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		if _, err := cert.Verify(opts); err != nil || cert.Subject.CommonName != frontProxyUser {
+			t.Errorf("front-proxy client %q does not verify against its CA: %v", cert.Subject.CommonName, err)
+		}
+		opts.Roots = roots
+		if _, err := cert.Verify(opts); err == nil {
+			t.Error("the front-proxy client verifies against the cluster CA, which must not vouch for it")
+		}
+	})
+	for _, key := range []string{frontProxyCAKeyFile, frontProxyKeyFile, caKeyFile, apiServerKeyFile, adminKeyFile, kcmClientKeyFile, kcmServerKeyFile, serviceAccountKeyFile} {
 		info, err := os.Stat(filepath.Join(dir, key))
 		if err != nil {
 			t.Fatal(err)

@@ -27,6 +27,7 @@ const (
 	adminUser             = "ccm-conformance-admin"
 	adminGroup            = "system:masters"
 	controllerManagerUser = "system:kube-controller-manager"
+	frontProxyUser        = "front-proxy-client"
 )
 
 // keyPair is a PEM certificate and its PEM private key.
@@ -47,6 +48,12 @@ type pki struct {
 	admin     keyPair // client certificate of the admin (system:masters)
 	kcm       keyPair // client certificate of kube-controller-manager
 
+	// frontProxyCA signs frontProxy, the client certificate kube-apiserver
+	// presents to aggregated API servers; kube-controller-manager and
+	// aggregated servers trust it for request headers.
+	frontProxyCA keyPair
+	frontProxy   keyPair
+
 	// serviceAccountKey signs service-account tokens (RSA, PEM) and
 	// serviceAccountPub verifies them.
 	serviceAccountKey, serviceAccountPub []byte
@@ -59,23 +66,15 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 // in-cluster clients use to reach kube-apiserver.
 func newPKI(dir string, now time.Time, serviceIPs []netip.Addr) (*pki, error) {
 	p := &pki{dir: dir}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caKey, caCert, err := newCA(now, "ccm-conformance-local-ca", &p.ca)
 	if err != nil {
-		return nil, fmt.Errorf("generating the CA key: %w", err)
+		return nil, err
 	}
-	caTemplate := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "ccm-conformance-local-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	p.ca, p.caCert, err = sign(caTemplate, caKey, nil, nil)
+	p.caCert, p.caKey = caCert, caKey
+	frontProxyKey, frontProxyCert, err := newCA(now, "ccm-conformance-local-front-proxy-ca", &p.frontProxyCA)
 	if err != nil {
-		return nil, fmt.Errorf("signing the CA certificate: %w", err)
+		return nil, err
 	}
-	p.caKey = caKey
 
 	loopback := []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}
 	apiServerIPs := append([]net.IP(nil), loopback...)
@@ -83,8 +82,10 @@ func newPKI(dir string, now time.Time, serviceIPs []netip.Addr) (*pki, error) {
 		apiServerIPs = append(apiServerIPs, a.AsSlice())
 	}
 	certs := []struct {
-		into     *keyPair
-		template *x509.Certificate
+		into      *keyPair
+		template  *x509.Certificate
+		issuer    *x509.Certificate
+		issuerKey crypto.Signer
 	}{
 		{&p.apiServer, &x509.Certificate{
 			Subject: pkix.Name{CommonName: "kube-apiserver"},
@@ -92,21 +93,25 @@ func newPKI(dir string, now time.Time, serviceIPs []netip.Addr) (*pki, error) {
 				"kubernetes.default.svc.cluster.local"},
 			IPAddresses: apiServerIPs,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		}},
+		}, caCert, caKey},
 		{&p.kcmServer, &x509.Certificate{
 			Subject:     pkix.Name{CommonName: "kube-controller-manager"},
 			DNSNames:    []string{"localhost"},
 			IPAddresses: loopback,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		}},
+		}, caCert, caKey},
 		{&p.admin, &x509.Certificate{
 			Subject:     pkix.Name{CommonName: adminUser, Organization: []string{adminGroup}},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}},
+		}, caCert, caKey},
 		{&p.kcm, &x509.Certificate{
 			Subject:     pkix.Name{CommonName: controllerManagerUser},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}},
+		}, caCert, caKey},
+		{&p.frontProxy, &x509.Certificate{
+			Subject:     pkix.Name{CommonName: frontProxyUser},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}, frontProxyCert, frontProxyKey},
 	}
 	for _, c := range certs {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -116,7 +121,7 @@ func newPKI(dir string, now time.Time, serviceIPs []netip.Addr) (*pki, error) {
 		c.template.NotBefore = now.Add(-time.Hour)
 		c.template.NotAfter = now.Add(certValidity)
 		c.template.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		if *c.into, _, err = sign(c.template, key, p.caCert, caKey); err != nil {
+		if *c.into, _, err = sign(c.template, key, c.issuer, c.issuerKey); err != nil {
 			return nil, fmt.Errorf("signing the certificate of %s: %w", c.template.Subject.CommonName, err)
 		}
 	}
@@ -132,6 +137,29 @@ func newPKI(dir string, now time.Time, serviceIPs []netip.Addr) (*pki, error) {
 	}
 	p.serviceAccountPub = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
 	return p, nil
+}
+
+// newCA makes a self-signed certificate authority named cn, stores its PEM
+// files in into, and returns its key and certificate.
+func newCA(now time.Time, cn string, into *keyPair) (crypto.Signer, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating the key of %s: %w", cn, err)
+	}
+	template := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(certValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	pair, cert, err := sign(template, key, nil, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing the certificate of %s: %w", cn, err)
+	}
+	*into = pair
+	return key, cert, nil
 }
 
 // sign makes a certificate from template for key, signed by parent and
@@ -177,6 +205,10 @@ const (
 	kcmClientKeyFile      = "kube-controller-manager.key"
 	serviceAccountKeyFile = "sa.key"
 	serviceAccountPubFile = "sa.pub"
+	frontProxyCACertFile  = "front-proxy-ca.crt"
+	frontProxyCAKeyFile   = "front-proxy-ca.key"
+	frontProxyCertFile    = "front-proxy-client.crt"
+	frontProxyKeyFile     = "front-proxy-client.key"
 )
 
 // write writes every file to p.dir; private keys are readable by their
@@ -202,6 +234,10 @@ func (p *pki) write() error {
 		{kcmClientKeyFile, p.kcm.key, true},
 		{serviceAccountKeyFile, p.serviceAccountKey, true},
 		{serviceAccountPubFile, p.serviceAccountPub, false},
+		{frontProxyCACertFile, p.frontProxyCA.cert, false},
+		{frontProxyCAKeyFile, p.frontProxyCA.key, true},
+		{frontProxyCertFile, p.frontProxy.cert, false},
+		{frontProxyKeyFile, p.frontProxy.key, true},
 	}
 	for _, f := range files {
 		mode := os.FileMode(0o644)

@@ -17,6 +17,8 @@ func sysProcAttr(detach bool) *syscall.SysProcAttr {
 }
 
 // procStartTime is unknown off Linux; StopDir then trusts the pid alone.
-func procStartTime(int) (uint64, error) { return 0, errors.New("process start times are only known on Linux") }
+func procStartTime(int) (uint64, error) {
+	return 0, errors.New("process start times are only known on Linux")
+}
 
 func isZombie(int) bool { return false }

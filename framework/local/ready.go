@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -105,4 +106,24 @@ func tlsClient(caPEM []byte, user keyPair) (*http.Client, error) {
 		DisableKeepAlives: true,
 	}
 	return &http.Client{Transport: transport}, nil
+}
+
+// controllersBuilt checks kube-controller-manager's /healthz?verbose. The
+// endpoint answers as soon as the server runs, with a lone ping check; the
+// controllers add one check each once they are all built, just before their
+// informers start. So the controllers are on their way when a check other
+// than ping is listed, and every check passes.
+func controllersBuilt(client *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		body, err := httpGet(ctx, client, url+"/healthz?verbose")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "[+]") && !strings.HasPrefix(line, "[+]ping ") {
+				return nil
+			}
+		}
+		return fmt.Errorf("GET %s/healthz?verbose: no controller is built yet", url)
+	}
 }
