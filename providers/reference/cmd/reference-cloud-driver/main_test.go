@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
+)
+
+// TestBinary builds reference-cloud-driver and runs every verb against a
+// simulated cloud on a unix socket, as the harness would.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go tool to build the driver: %v", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "reference-cloud-driver")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	endpoint := "unix://" + filepath.Join(dir, "cloud.sock")
+	l, err := cloudapi.Listen(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: cloudapi.NewServer(cloudapi.Options{DisableDataPath: true}).Handler()}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	admin, err := cloudapi.NewClient(endpoint, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const uid = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+	n1 := `{"id":"i-0001","name":"n1","providerID":"reference://zone-a/i-0001","zone":"zone-a","region":"region-1","instanceType":"ref.small","state":"%s","addresses":[{"type":"InternalIP","address":"127.64.0.1"},{"type":"InternalIP","address":"fd00:64::1"},{"type":"ExternalIP","address":"203.0.113.1"},{"type":"ExternalIP","address":"2001:db8::1"},{"type":"Hostname","address":"n1"}]}`
+	running := strings.Replace(n1, "%s", "running", 1)
+	stopped := strings.Replace(n1, "%s", "stopped", 1)
+
+	steps := []struct {
+		name     string
+		verb     string
+		request  string
+		env      []string // replaces the endpoint when set
+		before   func() error
+		wantExit int
+		want     string // JSON; compared as values
+		wantErr  string // in stderr
+	}{
+		{name: "info", verb: "info", request: `{}`,
+			want: `{"protocolVersion":"v1","provider":"reference","verbs":["info","instances list","instance get","instance create","instance delete","instance stop","instance start","instance set-addresses","loadbalancer get","routes list","route create"]}`},
+		{name: "get before create", verb: "instance get", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
+		{name: "create", verb: "instance create", request: `{"name":"n1","zone":"","instanceType":"","ipFamilies":["IPv4","IPv6"],"futureField":1}`,
+			want: `{"instance":` + running + `}`},
+		{name: "create again", verb: "instance create", request: `{"name":"n1"}`, wantExit: 1, wantErr: "already exists"},
+		{name: "get", verb: "instance get", request: `{"name":"n1"}`, want: `{"instance":` + running + `}`},
+		{name: "list", verb: "instances list", request: ``, want: `{"instances":[` + running + `]}`},
+		{name: "stop", verb: "instance stop", request: `{"name":"n1"}`, want: `{}`},
+		{name: "get stopped", verb: "instance get", request: `{"name":"n1"}`, want: `{"instance":` + stopped + `}`},
+		{name: "start", verb: "instance start", request: `{"name":"n1"}`, want: `{}`},
+		{name: "set addresses", verb: "instance set-addresses", request: `{"name":"n1","addresses":[{"type":"ExternalIP","address":"203.0.113.9"}]}`,
+			want: `{"instance":{"id":"i-0001","name":"n1","providerID":"reference://zone-a/i-0001","zone":"zone-a","region":"region-1","instanceType":"ref.small","state":"running","addresses":[{"type":"ExternalIP","address":"203.0.113.9"}]}}`},
+		{name: "no load balancer", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web","uid":"` + uid + `"}`,
+			want: `{"loadBalancer":{"exists":false,"name":"","ingress":[],"ports":[],"backends":[],"sourceRanges":[],"healthCheckNodePort":0}}`},
+		{name: "load balancer", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web","uid":"` + uid + `"}`,
+			before: func() error {
+				_, err := admin.EnsureLoadBalancer(t.Context(), "a1b4e28ba2fa111d2883f0016d3cca42", cloudapi.LoadBalancerSpec{
+					ServiceNamespace: "ns", ServiceName: "web",
+					Ports: []cloudapi.Port{{Protocol: "TCP", Port: 80, NodePort: 30080}}, Backends: []string{"n1"},
+					SourceRanges: []string{"10.0.0.0/8"}, HealthCheckNodePort: 32000,
+				})
+				return err
+			},
+			want: `{"loadBalancer":{"exists":true,"name":"a1b4e28ba2fa111d2883f0016d3cca42","ingress":[{"ip":"127.65.0.1"}],"ports":[{"protocol":"TCP","port":80,"nodePort":30080}],"backends":["n1"],"sourceRanges":["10.0.0.0/8"],"healthCheckNodePort":32000}}`},
+		{name: "load balancer without uid", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web"}`, wantExit: 1, wantErr: "uid"},
+		{name: "no routes", verb: "routes list", request: `{}`, want: `{"routes":[]}`},
+		{name: "create route", verb: "route create", request: `{"nodeName":"n1","destinationCIDR":"10.244.9.0/24"}`,
+			want: `{"route":{"name":"r-0001","nodeName":"n1","destinationCIDR":"10.244.9.0/24"}}`},
+		{name: "routes", verb: "routes list", request: `{}`, want: `{"routes":[{"name":"r-0001","nodeName":"n1","destinationCIDR":"10.244.9.0/24"}]}`},
+		{name: "bad route", verb: "route create", request: `{"nodeName":"n1","destinationCIDR":"x"}`, wantExit: 1, wantErr: "destinationCIDR"},
+		{name: "delete", verb: "instance delete", request: `{"name":"n1"}`, want: `{}`},
+		{name: "delete again", verb: "instance delete", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
+		{name: "stop missing", verb: "instance stop", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
+		{name: "unknown verb", verb: "instance reboot", request: `{}`, wantExit: 1, wantErr: "unknown verb"},
+		{name: "bad request", verb: "instance get", request: `{"name":`, wantExit: 1, wantErr: "decoding the request"},
+		{name: "no endpoint", verb: "instances list", request: `{}`, env: []string{"REFERENCE_CLOUD_ENDPOINT="}, wantExit: 1, wantErr: "REFERENCE_CLOUD_ENDPOINT"},
+		{name: "cloud down", verb: "instances list", request: `{}`, env: []string{"REFERENCE_CLOUD_ENDPOINT=unix://" + filepath.Join(dir, "none.sock")}, wantExit: 1, wantErr: "none.sock"},
+	}
+	for _, step := range steps {
+		if step.before != nil {
+			if err := step.before(); err != nil {
+				t.Fatalf("%s: setting up: %v", step.name, err)
+			}
+		}
+		cmd := exec.Command(bin, strings.Fields(step.verb)...)
+		cmd.Env = []string{"REFERENCE_CLOUD_ENDPOINT=" + endpoint}
+		if step.env != nil {
+			cmd.Env = step.env
+		}
+		cmd.Stdin = strings.NewReader(step.request)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		exit := 0
+		if exitErr, ok := errors.AsType[*exec.ExitError](err); ok {
+			exit = exitErr.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%s: running the driver: %v", step.name, err)
+		}
+
+		if exit != step.wantExit {
+			t.Errorf("%s: %s exited %d, want %d; stderr: %s", step.name, step.verb, exit, step.wantExit, stderr.String())
+			continue
+		}
+		if step.wantExit != 0 {
+			if !strings.Contains(stderr.String(), step.wantErr) {
+				t.Errorf("%s: stderr %q does not mention %q", step.name, stderr.String(), step.wantErr)
+			}
+			continue
+		}
+		if lines := strings.Count(stdout.String(), "\n"); lines != 1 {
+			t.Errorf("%s: stdout has %d lines, want one JSON object: %s", step.name, lines, stdout.String())
+		}
+		var got, want any
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Errorf("%s: stdout is not JSON: %v: %s", step.name, err, stdout.String())
+			continue
+		}
+		if err := json.Unmarshal([]byte(step.want), &want); err != nil {
+			t.Fatalf("%s: bad expectation: %v", step.name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %s printed\n %s\nwant\n %s", step.name, step.verb, strings.TrimSpace(stdout.String()), step.want)
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
+)
+
+// The protocol's objects (docs/cloud-driver.md). They are declared here,
+// not borrowed from cloudapi, because the protocol is a contract of its
+// own: the cloud API may change without the driver's output changing.
+
+// Address is a node address: a Kubernetes NodeAddressType and a value.
+type Address struct {
+	Type    string `json:"type"`
+	Address string `json:"address"`
+}
+
+// Instance is the protocol's Instance object.
+type Instance struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	ProviderID   string    `json:"providerID"`
+	Zone         string    `json:"zone"`
+	Region       string    `json:"region"`
+	InstanceType string    `json:"instanceType"`
+	State        string    `json:"state"`
+	Addresses    []Address `json:"addresses"`
+}
+
+// Ingress is one address a load balancer serves on.
+type Ingress struct {
+	IP       string `json:"ip,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// Port is one listener of a load balancer.
+type Port struct {
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	NodePort int32  `json:"nodePort"`
+}
+
+// LoadBalancer is the protocol's LoadBalancer object.
+type LoadBalancer struct {
+	Exists              bool      `json:"exists"`
+	Name                string    `json:"name"`
+	Ingress             []Ingress `json:"ingress"`
+	Ports               []Port    `json:"ports"`
+	Backends            []string  `json:"backends"`
+	SourceRanges        []string  `json:"sourceRanges"`
+	HealthCheckNodePort int32     `json:"healthCheckNodePort"`
+}
+
+// Route is the protocol's Route object.
+type Route struct {
+	Name            string `json:"name"`
+	NodeName        string `json:"nodeName"`
+	DestinationCIDR string `json:"destinationCIDR"`
+}
+
+// ---- info ----
+
+type infoResponse struct {
+	ProtocolVersion string   `json:"protocolVersion"`
+	Provider        string   `json:"provider"`
+	Verbs           []string `json:"verbs"`
+}
+
+func (d *driver) info(context.Context, []byte) (any, error) {
+	return infoResponse{ProtocolVersion: ProtocolVersion, Provider: "reference", Verbs: verbNames()}, nil
+}
+
+// ---- instances ----
+
+type instanceResponse struct {
+	Instance Instance `json:"instance"`
+}
+
+type nameRequest struct {
+	Name string `json:"name"`
+}
+
+func toInstance(in *cloudapi.Instance) Instance {
+	out := Instance{
+		ID: in.ID, Name: in.Name, ProviderID: in.ProviderID, Zone: in.Zone, Region: in.Region,
+		InstanceType: in.InstanceType, State: in.State, Addresses: []Address{},
+	}
+	for _, a := range in.Addresses {
+		out.Addresses = append(out.Addresses, Address{Type: a.Type, Address: a.Address})
+	}
+	return out
+}
+
+func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
+	list, err := d.client.ListInstances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
+	resp := struct {
+		Instances []Instance `json:"instances"`
+	}{Instances: []Instance{}}
+	for i := range list {
+		resp.Instances = append(resp.Instances, toInstance(&list[i]))
+	}
+	return resp, nil
+}
+
+// byName finds the instance a request names.
+func (d *driver) byName(ctx context.Context, request []byte) (*cloudapi.Instance, error) {
+	req, err := decode[nameRequest](request)
+	if err != nil {
+		return nil, err
+	}
+	if req.Name == "" {
+		return nil, fmt.Errorf("the request has no name")
+	}
+	in, err := d.client.InstanceByName(ctx, req.Name)
+	if err != nil {
+		return nil, cloudErr(fmt.Sprintf("instance %q", req.Name), err)
+	}
+	return in, nil
+}
+
+func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
+	in, err := d.byName(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	return instanceResponse{Instance: toInstance(in)}, nil
+}
+
+func (d *driver) createInstance(ctx context.Context, request []byte) (any, error) {
+	req, err := decode[struct {
+		Name         string   `json:"name"`
+		Zone         string   `json:"zone"`
+		InstanceType string   `json:"instanceType"`
+		IPFamilies   []string `json:"ipFamilies"`
+	}](request)
+	if err != nil {
+		return nil, err
+	}
+	if req.Name == "" {
+		return nil, fmt.Errorf("the request has no name")
+	}
+	in, err := d.client.CreateInstance(ctx, cloudapi.CreateInstanceRequest{
+		Name: req.Name, Zone: req.Zone, InstanceType: req.InstanceType, IPFamilies: req.IPFamilies,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating instance %q: %w", req.Name, err)
+	}
+	return instanceResponse{Instance: toInstance(in)}, nil
+}
+
+func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error) {
+	in, err := d.byName(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.client.DeleteInstance(ctx, in.ID); err != nil {
+		return nil, cloudErr(fmt.Sprintf("deleting instance %q (%s)", in.Name, in.ID), err)
+	}
+	return struct{}{}, nil
+}
+
+func (d *driver) stopInstance(ctx context.Context, request []byte) (any, error) {
+	in, err := d.byName(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.client.StopInstance(ctx, in.ID); err != nil {
+		return nil, cloudErr(fmt.Sprintf("stopping instance %q (%s)", in.Name, in.ID), err)
+	}
+	return struct{}{}, nil
+}
+
+func (d *driver) startInstance(ctx context.Context, request []byte) (any, error) {
+	in, err := d.byName(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.client.StartInstance(ctx, in.ID); err != nil {
+		return nil, cloudErr(fmt.Sprintf("starting instance %q (%s)", in.Name, in.ID), err)
+	}
+	return struct{}{}, nil
+}
+
+func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
+	req, err := decode[struct {
+		Addresses []Address `json:"addresses"`
+	}](request)
+	if err != nil {
+		return nil, err
+	}
+	in, err := d.byName(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]cloudapi.Address, 0, len(req.Addresses))
+	for _, a := range req.Addresses {
+		addrs = append(addrs, cloudapi.Address{Type: a.Type, Address: a.Address})
+	}
+	updated, err := d.client.SetAddresses(ctx, in.ID, addrs)
+	if err != nil {
+		return nil, cloudErr(fmt.Sprintf("setting the addresses of instance %q (%s)", in.Name, in.ID), err)
+	}
+	return instanceResponse{Instance: toInstance(updated)}, nil
+}
+
+// ---- load balancers ----
+
+// loadBalancerName is the name the reference CCM gives a Service's load
+// balancer: the rule of cloudprovider.DefaultLoadBalancerName, "a" and the
+// UID without dashes, cut to 32 characters.
+func loadBalancerName(uid string) string {
+	name := "a" + strings.ReplaceAll(uid, "-", "")
+	return name[:min(len(name), 32)]
+}
+
+func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, error) {
+	req, err := decode[struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+		UID       string `json:"uid"`
+	}](request)
+	if err != nil {
+		return nil, err
+	}
+	if req.UID == "" {
+		return nil, fmt.Errorf("the request has no uid for service %s/%s; the reference cloud names load balancers by Service UID", req.Namespace, req.Name)
+	}
+	name := loadBalancerName(req.UID)
+	resp := struct {
+		LoadBalancer LoadBalancer `json:"loadBalancer"`
+	}{LoadBalancer{Ingress: []Ingress{}, Ports: []Port{}, Backends: []string{}, SourceRanges: []string{}}}
+
+	lb, err := d.client.GetLoadBalancer(ctx, name)
+	if cloudapi.IsNotFound(err) {
+		return resp, nil // exists: false
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting load balancer %s of service %s/%s: %w", name, req.Namespace, req.Name, err)
+	}
+	out := &resp.LoadBalancer
+	out.Exists = true
+	out.Name = lb.Name
+	if lb.IngressIP != "" {
+		out.Ingress = append(out.Ingress, Ingress{IP: lb.IngressIP})
+	}
+	for _, p := range lb.Ports {
+		out.Ports = append(out.Ports, Port{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+	}
+	out.Backends = append(out.Backends, lb.Backends...)
+	out.SourceRanges = append(out.SourceRanges, lb.SourceRanges...)
+	out.HealthCheckNodePort = lb.HealthCheckNodePort
+	return resp, nil
+}
+
+// ---- routes ----
+
+func (d *driver) listRoutes(ctx context.Context, _ []byte) (any, error) {
+	list, err := d.client.ListRoutes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing routes: %w", err)
+	}
+	resp := struct {
+		Routes []Route `json:"routes"`
+	}{Routes: []Route{}}
+	for _, r := range list {
+		resp.Routes = append(resp.Routes, Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR})
+	}
+	return resp, nil
+}
+
+func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
+	req, err := decode[struct {
+		NodeName        string `json:"nodeName"`
+		DestinationCIDR string `json:"destinationCIDR"`
+	}](request)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.client.CreateRoute(ctx, cloudapi.CreateRouteRequest{NodeName: req.NodeName, DestinationCIDR: req.DestinationCIDR})
+	if err != nil {
+		return nil, fmt.Errorf("creating route %s to node %s: %w", req.DestinationCIDR, req.NodeName, err)
+	}
+	return struct {
+		Route Route `json:"route"`
+	}{Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR}}, nil
+}
