@@ -51,6 +51,8 @@ type Framework struct {
 	Machines *Machines
 	// CCM is the log of the CCM under test, or nil when it is unknown.
 	CCM CCMLogs
+	// ClusterCIDRs are the cluster's pod networks, or nil when unknown.
+	ClusterCIDRs []string
 }
 
 // Timeout returns the profile's value for a named wait.

@@ -3,8 +3,11 @@ package suites
 
 import (
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/suites/loadbalancer"
 	"github.com/ccm-conformance/ccm-conformance/suites/nodeaddress"
 	"github.com/ccm-conformance/ccm-conformance/suites/nodeip"
+	"github.com/ccm-conformance/ccm-conformance/suites/nodelifecycle"
+	"github.com/ccm-conformance/ccm-conformance/suites/routes"
 )
 
 // All returns every suite.
@@ -12,5 +15,8 @@ func All() []framework.Suite {
 	return []framework.Suite{
 		nodeaddress.Suite(),
 		nodeip.Suite(),
+		nodelifecycle.Suite(),
+		loadbalancer.Suite(),
+		routes.Suite(),
 	}
 }

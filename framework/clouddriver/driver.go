@@ -275,3 +275,23 @@ func (d *Driver) CreateRoute(ctx context.Context, nodeName, cidr string) (*Route
 	}
 	return resp.Route, nil
 }
+
+// InjectFault makes the cloud answer the CCM's calls on target with errors
+// at errorRate (0 to 1) until ClearFaults.
+func (d *Driver) InjectFault(ctx context.Context, target string, errorRate float64) error {
+	req := struct {
+		Target    string  `json:"target"`
+		ErrorRate float64 `json:"errorRate"`
+	}{target, errorRate}
+	return d.call(ctx, VerbFaultInject, req, &struct{}{})
+}
+
+// ClearFaults removes every injected fault.
+func (d *Driver) ClearFaults(ctx context.Context) error {
+	return d.call(ctx, VerbFaultClear, struct{}{}, &struct{}{})
+}
+
+// DeleteRoute deletes a route by its cloud name.
+func (d *Driver) DeleteRoute(ctx context.Context, name string) error {
+	return d.call(ctx, VerbRouteDelete, byName{name}, &struct{}{})
+}

@@ -19,6 +19,16 @@ const (
 	VerbLoadBalancerGet      Verb = "loadbalancer get"
 	VerbRoutesList           Verb = "routes list"
 	VerbRouteCreate          Verb = "route create"
+	VerbRouteDelete          Verb = "route delete"
+	VerbFaultInject          Verb = "fault inject"
+	VerbFaultClear           Verb = "fault clear"
+)
+
+// Fault targets for VerbFaultInject.
+const (
+	FaultTargetInstances     = "instances"
+	FaultTargetLoadBalancers = "loadbalancers"
+	FaultTargetRoutes        = "routes"
 )
 
 // Info is the driver's answer to the handshake.

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +102,10 @@ type Cluster struct {
 	// IPFamilies of the simulated nodes' instances: IPv4, IPv6 or both.
 	// Default [IPv4].
 	IPFamilies []string `json:"ipFamilies,omitempty"`
+	// ClusterCIDRs are the pod networks of an existing cluster, which the
+	// routes suite needs to tell the cluster's routes from others. The
+	// local cluster knows its own; default none.
+	ClusterCIDRs []string `json:"clusterCIDRs,omitempty"`
 }
 
 // Load reads, decodes strictly and validates the profile at path. Every
@@ -232,6 +237,12 @@ func (p *Profile) Validate() field.ErrorList {
 			errs = append(errs, field.Duplicate(path, f))
 		}
 		famSeen[f] = true
+	}
+
+	for i, c := range p.Cluster.ClusterCIDRs {
+		if _, _, err := net.ParseCIDR(c); err != nil {
+			errs = append(errs, field.Invalid(cpath.Child("clusterCIDRs").Index(i), c, "not a CIDR"))
+		}
 	}
 
 	errs = append(errs, p.Timeouts.validate(field.NewPath("timeouts"))...)

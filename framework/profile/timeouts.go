@@ -41,6 +41,12 @@ const (
 	LoadBalancerUpdate TimeoutName = "loadBalancerUpdate"
 	// LoadBalancerDelete bounds the wait for a cloud load balancer to go.
 	LoadBalancerDelete TimeoutName = "loadBalancerDelete"
+	// LoadBalancerIgnore is how long a Service the CCM must leave alone
+	// (one with a loadBalancerClass) is watched for a load balancer.
+	LoadBalancerIgnore TimeoutName = "loadBalancerIgnore"
+	// NodeKeep is how long a NotReady node whose instance the cloud cannot
+	// vouch for (its API answers errors) is watched to see it is kept.
+	NodeKeep TimeoutName = "nodeKeep"
 	// RouteSync bounds the wait for cloud routes to match the nodes' podCIDRs.
 	RouteSync TimeoutName = "routeSync"
 	// CloudDriverCall bounds one call of the cloud driver.
@@ -58,6 +64,8 @@ var timeoutDefaults = map[TimeoutName]time.Duration{
 	LoadBalancerCreate: 15 * time.Minute,
 	LoadBalancerUpdate: 10 * time.Minute,
 	LoadBalancerDelete: 10 * time.Minute,
+	LoadBalancerIgnore: 1 * time.Minute,
+	NodeKeep:           2 * time.Minute,
 	RouteSync:          5 * time.Minute,
 	CloudDriverCall:    30 * time.Second,
 }

@@ -466,6 +466,10 @@ func (r *run) framework() *framework.Framework {
 	if r.ccm != nil {
 		f.CCM = r.ccm
 	}
+	f.ClusterCIDRs = r.profile.Cluster.ClusterCIDRs
+	if r.cluster != nil {
+		f.ClusterCIDRs = r.cluster.ClusterCIDRs()
+	}
 	return f
 }
 

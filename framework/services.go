@@ -1,0 +1,176 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+)
+
+// LoadBalancerCleanupFinalizer is the finalizer the service controller puts
+// on a Service whose cloud load balancer it owns.
+const LoadBalancerCleanupFinalizer = "service.kubernetes.io/load-balancer-cleanup"
+
+// NamespaceLabel marks namespaces the harness made, so that leftovers of an
+// interrupted run can be found.
+const NamespaceLabel = "ccm-conformance.dev/namespace"
+
+// CreateNamespace makes a namespace with a unique name for one spec. The
+// caller deletes it with DeleteNamespace (usually through DeferCleanup).
+func (f *Framework) CreateNamespace(ctx context.Context, prefix string) (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   UniqueName("ccm-" + prefix),
+		Labels: map[string]string{NamespaceLabel: "true"},
+	}}
+	created, err := f.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("creating namespace: %w", err)
+	}
+	return created.Name, nil
+}
+
+// DeleteNamespace deletes a namespace; a namespace already gone is fine.
+func (f *Framework) DeleteNamespace(ctx context.Context, name string) error {
+	err := f.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// LoadBalancerService returns a Service of type LoadBalancer with one TCP
+// port 80, for a spec to adjust before creating it.
+func LoadBalancerService(namespace, name string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{
+				Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080),
+			}},
+		},
+	}
+}
+
+// ServiceRef names a Service for the cloud driver.
+func ServiceRef(svc *corev1.Service) clouddriver.ServiceRef {
+	return clouddriver.ServiceRef{Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID)}
+}
+
+// EligibleBackends returns the names of the nodes the service controller
+// hands to the cloud for a load balancer: Ready, not labelled
+// node.kubernetes.io/exclude-from-external-load-balancers, and not tainted
+// for deletion by the cluster autoscaler.
+func EligibleBackends(nodes []corev1.Node) []string {
+	var out []string
+	for i := range nodes {
+		n := &nodes[i]
+		if !Ready(n) || HasTaint(n, "ToBeDeletedByClusterAutoscaler") || !n.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok && v != "false" {
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ExpectedPorts is what the cloud load balancer of svc must listen on.
+func ExpectedPorts(svc *corev1.Service) []clouddriver.Port {
+	out := make([]clouddriver.Port, 0, len(svc.Spec.Ports))
+	for _, p := range svc.Spec.Ports {
+		proto := string(p.Protocol)
+		if proto == "" {
+			proto = string(corev1.ProtocolTCP)
+		}
+		out = append(out, clouddriver.Port{Protocol: proto, Port: p.Port, NodePort: p.NodePort})
+	}
+	return SortPorts(out)
+}
+
+// SortPorts orders ports by port, then protocol, for comparison.
+func SortPorts(ports []clouddriver.Port) []clouddriver.Port {
+	out := append([]clouddriver.Port(nil), ports...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Port != out[j].Port {
+			return out[i].Port < out[j].Port
+		}
+		return out[i].Protocol < out[j].Protocol
+	})
+	return out
+}
+
+// FormatPorts renders ports as "TCP 80->30080, UDP 53->30053".
+func FormatPorts(ports []clouddriver.Port) string {
+	parts := make([]string, len(ports))
+	for i, p := range ports {
+		parts[i] = fmt.Sprintf("%s %d->%d", p.Protocol, p.Port, p.NodePort)
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Sorted returns a sorted copy.
+func Sorted(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}
+
+// ServiceEventReasons lists the reasons of the events about a Service.
+func (f *Framework) ServiceEventReasons(ctx context.Context, svc *corev1.Service) ([]string, error) {
+	events, err := f.Client.CoreV1().Events(svc.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(
+			fields.OneTermEqualSelector("involvedObject.kind", "Service"),
+			fields.OneTermEqualSelector("involvedObject.name", svc.Name),
+		).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range events.Items {
+		out = append(out, e.Reason)
+	}
+	return out, nil
+}
+
+// IngressAddresses renders a Service's load balancer ingress.
+func IngressAddresses(svc *corev1.Service) string {
+	var parts []string
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			parts = append(parts, in.IP)
+		}
+		if in.Hostname != "" {
+			parts = append(parts, in.Hostname)
+		}
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// HasFinalizer reports whether the object has the finalizer.
+func HasFinalizer(meta metav1.Object, finalizer string) bool {
+	for _, f := range meta.GetFinalizers() {
+		if f == finalizer {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,82 @@
+package loadbalancer
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// probeTimeout bounds one connection attempt through a load balancer.
+const probeTimeout = 3 * time.Second
+
+// probesPerCheck is how many connections a reachability check makes, so
+// that round-robin over the backends shows more than one of them.
+const probesPerCheck = 6
+
+func ingressAddr(svc *corev1.Service, port int32) string {
+	in := svc.Status.LoadBalancer.Ingress[0]
+	host := in.IP
+	if host == "" {
+		host = in.Hostname
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+func declareDataPath(f *framework.Framework, l *lb) {
+	Context("data path", Label(string(profile.DataPath)), func() {
+
+		// expectReaches sends probes through the load balancer until every
+		// answer names a backend the cloud lists.
+		expectReaches := func(ctx context.Context, name string, port int32, probe func(context.Context, string, time.Duration) (string, error)) {
+			svc := l.waitForIngress(ctx, name)
+			cloud := l.expectCloudMatches(ctx, name, profile.LoadBalancerCreate)
+			addr := ingressAddr(svc, port)
+			Eventually(ctx, func(g Gomega) {
+				for i := 0; i < probesPerCheck; i++ {
+					answer, err := probe(ctx, addr, probeTimeout)
+					g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s: no answer through load balancer %s at %s", l.ns, name, cloud.Name, addr)
+					g.Expect(cloud.Backends).To(ContainElement(answer),
+						"Service %s/%s: traffic to %s reached %q, which is not a backend of %s (%v)", l.ns, name, addr, answer, cloud.Name, cloud.Backends)
+				}
+			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
+		}
+
+		It("delivers TCP traffic sent to the ingress to a backend node", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "web", nil)
+			expectReaches(ctx, "web", 80, framework.ProbeTCP)
+		})
+
+		It("delivers UDP traffic sent to the ingress to a backend node", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "dns", func(s *corev1.Service) {
+				s.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}
+			})
+			expectReaches(ctx, "dns", 53, framework.ProbeUDP)
+		})
+
+		It("admits clients inside loadBalancerSourceRanges and turns away the rest", Label(string(profile.LoadBalancerSourceRanges)), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			// The harness's own traffic comes from loopback.
+			l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
+			expectReaches(ctx, "ranged", 80, framework.ProbeTCP)
+
+			svc := l.update(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} })
+			addr := ingressAddr(svc, 80)
+			Eventually(ctx, func(g Gomega) {
+				answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+				g.Expect(err).To(HaveOccurred(),
+					"Service %s/ranged allows only 192.0.2.0/24, yet a client on loopback reached %q through %s", l.ns, answer, addr)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
+		})
+	})
+}

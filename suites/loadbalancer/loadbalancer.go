@@ -1,0 +1,356 @@
+// Package loadbalancer checks Services of type LoadBalancer: the CCM's
+// service controller and the cloud's load balancers, from creation through
+// updates and node-set changes to deletion, and the data path where the
+// environment has one.
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// Suite returns the load balancer suite.
+func Suite() framework.Suite {
+	return framework.Suite{Name: "loadbalancer", Declare: declare}
+}
+
+// lb bundles what the specs of this suite share.
+type lb struct {
+	f  *framework.Framework
+	ns string
+}
+
+func (l *lb) poll() time.Duration { return l.f.PollInterval() }
+
+// create makes a Service from the template after mutate, and deletes it
+// when the spec ends.
+func (l *lb) create(ctx context.Context, name string, mutate func(*corev1.Service)) *corev1.Service {
+	svc := framework.LoadBalancerService(l.ns, name)
+	if mutate != nil {
+		mutate(svc)
+	}
+	created, err := l.f.Client.CoreV1().Services(l.ns).Create(ctx, svc, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred(), "creating Service %s/%s", l.ns, name)
+	DeferCleanup(func(ctx SpecContext) {
+		err := l.f.Client.CoreV1().Services(l.ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			Fail(fmt.Sprintf("deleting Service %s/%s: %v", l.ns, name, err))
+		}
+	})
+	return created
+}
+
+func (l *lb) get(ctx context.Context, name string) (*corev1.Service, error) {
+	return l.f.Client.CoreV1().Services(l.ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+// update applies mutate to the current Service, retrying on conflicts.
+func (l *lb) update(ctx context.Context, name string, mutate func(*corev1.Service)) *corev1.Service {
+	var updated *corev1.Service
+	Eventually(ctx, func(g Gomega) {
+		svc, err := l.get(ctx, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		mutate(svc)
+		updated, err = l.f.Client.CoreV1().Services(l.ns).Update(ctx, svc, metav1.UpdateOptions{})
+		g.Expect(err).NotTo(HaveOccurred(), "updating Service %s/%s", l.ns, name)
+	}).WithTimeout(30 * time.Second).WithPolling(l.poll()).Should(Succeed())
+	return updated
+}
+
+// waitForIngress waits until the Service has a load balancer ingress.
+func (l *lb) waitForIngress(ctx context.Context, name string) *corev1.Service {
+	var svc *corev1.Service
+	Eventually(ctx, func(g Gomega) {
+		var err error
+		svc, err = l.get(ctx, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(),
+			"Service %s/%s has no load balancer ingress", l.ns, name)
+	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
+	return svc
+}
+
+// cloudLB asks the cloud driver for the Service's load balancer.
+func (l *lb) cloudLB(ctx context.Context, svc *corev1.Service) (*clouddriver.LoadBalancer, error) {
+	return l.f.Driver.GetLoadBalancer(ctx, framework.ServiceRef(svc))
+}
+
+// expectCloudMatches waits until the cloud's load balancer for the
+// Service has the Service's ports and the eligible nodes as backends.
+func (l *lb) expectCloudMatches(ctx context.Context, name string, timeout profile.TimeoutName) *clouddriver.LoadBalancer {
+	var cloud *clouddriver.LoadBalancer
+	Eventually(ctx, func(g Gomega) {
+		svc, err := l.get(ctx, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		nodes, err := l.f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		cloud, err = l.cloudLB(ctx, svc)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cloud.Exists).To(BeTrue(), "the cloud has no load balancer for Service %s/%s", l.ns, name)
+		wantPorts, gotPorts := framework.ExpectedPorts(svc), framework.SortPorts(cloud.Ports)
+		g.Expect(gotPorts).To(Equal(wantPorts), "Service %s/%s: cloud load balancer %s listens on [%s], expected [%s]",
+			l.ns, name, cloud.Name, framework.FormatPorts(gotPorts), framework.FormatPorts(wantPorts))
+		wantBackends, gotBackends := framework.EligibleBackends(nodes.Items), framework.Sorted(cloud.Backends)
+		g.Expect(gotBackends).To(Equal(wantBackends), "Service %s/%s: cloud load balancer %s has backends %v, expected the eligible nodes %v",
+			l.ns, name, cloud.Name, gotBackends, wantBackends)
+	}).WithTimeout(l.f.Timeout(timeout)).WithPolling(l.poll()).Should(Succeed())
+	return cloud
+}
+
+// expectCloudGone waits until the cloud has no load balancer for svc.
+func (l *lb) expectCloudGone(ctx context.Context, svc *corev1.Service) {
+	Eventually(ctx, func(g Gomega) {
+		cloud, err := l.cloudLB(ctx, svc)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cloud.Exists).To(BeFalse(), "Service %s/%s: the cloud still has load balancer %s (ingress %v)",
+			svc.Namespace, svc.Name, cloud.Name, cloud.Ingress)
+	}).WithTimeout(l.f.Timeout(profile.LoadBalancerDelete)).WithPolling(l.poll()).Should(Succeed())
+}
+
+func declare(f *framework.Framework) {
+	Describe("Load balancers: the CCM provisions a cloud load balancer for each Service of type LoadBalancer", Label(string(profile.LoadBalancer)), func() {
+		l := &lb{f: f}
+
+		BeforeEach(func(ctx SpecContext) {
+			ns, err := f.CreateNamespace(ctx, "lb")
+			Expect(err).NotTo(HaveOccurred())
+			l.ns = ns
+			DeferCleanup(f.DeleteNamespace, ns)
+		})
+
+		It("gives a new Service an ingress, the cleanup finalizer, events, and a cloud load balancer with its ports and the eligible nodes", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "web", nil)
+			svc := l.waitForIngress(ctx, "web")
+			Expect(framework.HasFinalizer(svc, framework.LoadBalancerCleanupFinalizer)).To(BeTrue(),
+				"Service %s/web has ingress %s but not the %s finalizer (finalizers %v)", l.ns, framework.IngressAddresses(svc), framework.LoadBalancerCleanupFinalizer, svc.Finalizers)
+			Eventually(ctx, func(g Gomega) {
+				reasons, err := f.ServiceEventReasons(ctx, svc)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(reasons).To(ContainElements("EnsuringLoadBalancer", "EnsuredLoadBalancer"),
+					"Service %s/web: events %v", l.ns, reasons)
+			}).WithTimeout(30 * time.Second).WithPolling(l.poll()).Should(Succeed())
+			cloud := l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+			var ingress []string
+			for _, in := range cloud.Ingress {
+				ingress = append(ingress, in.IP+in.Hostname)
+			}
+			for _, in := range svc.Status.LoadBalancer.Ingress {
+				Expect(ingress).To(ContainElement(in.IP+in.Hostname),
+					"Service %s/web shows ingress %s that the cloud's load balancer %s does not serve (%v)", l.ns, in.IP+in.Hostname, cloud.Name, ingress)
+			}
+		})
+
+		It("updates the cloud load balancer when the Service's ports change", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "web", nil)
+			l.waitForIngress(ctx, "web")
+			l.update(ctx, "web", func(s *corev1.Service) {
+				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443})
+			})
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			l.update(ctx, "web", func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[1:] })
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+		})
+
+		It("keeps the ingress while the type stays LoadBalancer and deletes the cloud load balancer when it changes to NodePort, then ClusterIP, and back", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "web", nil)
+			svc := l.waitForIngress(ctx, "web")
+			first := framework.IngressAddresses(svc)
+
+			// A change that keeps the type keeps the ingress.
+			l.update(ctx, "web", func(s *corev1.Service) { s.Labels = map[string]string{"touched": "true"} })
+			Consistently(ctx, func(g Gomega) {
+				s, err := l.get(ctx, "web")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(framework.IngressAddresses(s)).To(Equal(first), "Service %s/web: ingress changed while its type stayed LoadBalancer", l.ns)
+			}).WithTimeout(3 * l.poll()).WithPolling(l.poll()).Should(Succeed())
+
+			l.update(ctx, "web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
+			Eventually(ctx, func(g Gomega) {
+				s, err := l.get(ctx, "web")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/web is NodePort now but keeps ingress %s", l.ns, framework.IngressAddresses(s))
+				g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(),
+					"Service %s/web is NodePort now but keeps the %s finalizer", l.ns, framework.LoadBalancerCleanupFinalizer)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).WithPolling(l.poll()).Should(Succeed())
+			l.expectCloudGone(ctx, svc)
+
+			l.update(ctx, "web", func(s *corev1.Service) {
+				s.Spec.Type = corev1.ServiceTypeClusterIP
+				for i := range s.Spec.Ports {
+					s.Spec.Ports[i].NodePort = 0
+				}
+			})
+			l.update(ctx, "web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })
+			l.waitForIngress(ctx, "web")
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+		})
+
+		It("deletes the cloud load balancer and then the finalizer when the Service is deleted", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "web", nil)
+			svc := l.waitForIngress(ctx, "web")
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+
+			Expect(f.Client.CoreV1().Services(l.ns).Delete(ctx, "web", metav1.DeleteOptions{})).To(Succeed())
+			Eventually(ctx, func(g Gomega) {
+				s, err := l.get(ctx, "web")
+				if apierrors.IsNotFound(err) {
+					return
+				}
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(s.DeletionTimestamp).To(BeNil(), "Service %s/web is still terminating, held by finalizers %v", l.ns, s.Finalizers)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).WithPolling(l.poll()).Should(Succeed())
+			l.expectCloudGone(ctx, svc)
+		})
+
+		It("adds a joining node to the backends and drops a leaving one", func(ctx SpecContext) {
+			f.RequireMachines()
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "web", nil)
+			l.waitForIngress(ctx, "web")
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+
+			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(f.Machines.Delete, m.Name)
+			cloud := l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			Expect(cloud.Backends).To(ContainElement(m.Name), "new node %s is not a backend of %s", m.Name, cloud.Name)
+
+			Expect(f.Machines.Delete(ctx, m.Name)).To(Succeed())
+			cloud = l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			Expect(cloud.Backends).NotTo(ContainElement(m.Name), "deleted node %s is still a backend of %s", m.Name, cloud.Name)
+		})
+
+		It("drops a node labelled node.kubernetes.io/exclude-from-external-load-balancers from the backends", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "web", nil)
+			l.waitForIngress(ctx, "web")
+			cloud := l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+			Expect(cloud.Backends).NotTo(BeEmpty())
+			victim := framework.Sorted(cloud.Backends)[0]
+
+			setExcluded := func(ctx context.Context, excluded bool) error {
+				node, err := f.Client.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if excluded {
+					node.Labels[corev1.LabelNodeExcludeBalancers] = "true"
+				} else {
+					delete(node.Labels, corev1.LabelNodeExcludeBalancers)
+				}
+				_, err = f.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+				return err
+			}
+			Eventually(ctx, setExcluded).WithArguments(true).WithTimeout(30 * time.Second).Should(Succeed())
+			DeferCleanup(func(ctx SpecContext) {
+				Eventually(ctx, setExcluded).WithArguments(false).WithTimeout(30 * time.Second).Should(Succeed())
+			})
+			cloud = l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			Expect(cloud.Backends).NotTo(ContainElement(victim), "excluded node %s is still a backend of %s", victim, cloud.Name)
+		})
+
+		It("gives the cloud no node ports when allocateLoadBalancerNodePorts is false", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "direct", func(s *corev1.Service) { s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false) })
+			svc := l.waitForIngress(ctx, "direct")
+			for _, p := range svc.Spec.Ports {
+				Expect(p.NodePort).To(BeZero(), "Service %s/direct has allocateLoadBalancerNodePorts=false but port %d got node port %d", l.ns, p.Port, p.NodePort)
+			}
+			cloud := l.expectCloudMatches(ctx, "direct", profile.LoadBalancerCreate)
+			for _, p := range cloud.Ports {
+				Expect(p.NodePort).To(BeZero(), "cloud load balancer %s forwards port %d to node port %d, but the Service allocates none", cloud.Name, p.Port, p.NodePort)
+			}
+		})
+
+		It("leaves a Service with a loadBalancerClass alone", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			svc := l.create(ctx, "classy", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/not-this-ccm") })
+			// A Service without a class, created after it, shows the CCM is
+			// working meanwhile.
+			l.create(ctx, "plain", nil)
+			l.waitForIngress(ctx, "plain")
+			Consistently(ctx, func(g Gomega) {
+				s, err := l.get(ctx, "classy")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/classy has loadBalancerClass example.com/not-this-ccm but got ingress %s", l.ns, framework.IngressAddresses(s))
+				g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(), "Service %s/classy has a loadBalancerClass but got the cleanup finalizer", l.ns)
+				cloud, err := l.cloudLB(ctx, svc)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(cloud.Exists).To(BeFalse(), "the cloud made load balancer %s for Service %s/classy, which has a loadBalancerClass", cloud.Name, l.ns)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerIgnore)).WithPolling(l.poll()).Should(Succeed())
+		})
+
+		It("passes loadBalancerSourceRanges to the cloud", Label(string(profile.LoadBalancerSourceRanges)), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			ranges := []string{"192.0.2.0/24", "198.51.100.0/24"}
+			svc := l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = ranges })
+			l.waitForIngress(ctx, "ranged")
+			expectRanges := func(want []string) {
+				Eventually(ctx, func(g Gomega) {
+					cloud, err := l.cloudLB(ctx, svc)
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(framework.Sorted(cloud.SourceRanges)).To(Equal(framework.Sorted(want)),
+						"Service %s/ranged: cloud load balancer %s allows %v, expected %v", l.ns, cloud.Name, cloud.SourceRanges, want)
+				}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
+			}
+			expectRanges(ranges)
+			l.update(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = ranges[:1] })
+			expectRanges(ranges[:1])
+		})
+
+		It("health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "local", func(s *corev1.Service) {
+				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			})
+			svc := l.waitForIngress(ctx, "local")
+			Expect(svc.Spec.HealthCheckNodePort).NotTo(BeZero(), "Service %s/local has externalTrafficPolicy Local but no healthCheckNodePort", l.ns)
+			Eventually(ctx, func(g Gomega) {
+				cloud, err := l.cloudLB(ctx, svc)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(cloud.HealthCheckNodePort).To(Equal(svc.Spec.HealthCheckNodePort),
+					"Service %s/local: the cloud load balancer %s health-checks node port %d, expected the Service's healthCheckNodePort %d",
+					l.ns, cloud.Name, cloud.HealthCheckNodePort, svc.Spec.HealthCheckNodePort)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
+		})
+
+		It("carries UDP ports", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "dns", func(s *corev1.Service) {
+				s.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}
+			})
+			l.waitForIngress(ctx, "dns")
+			l.expectCloudMatches(ctx, "dns", profile.LoadBalancerCreate)
+		})
+
+		It("carries TCP and UDP ports of one Service together", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			l.create(ctx, "mixed", func(s *corev1.Service) {
+				s.Spec.Ports = []corev1.ServicePort{
+					{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53},
+					{Name: "dns-udp", Protocol: corev1.ProtocolUDP, Port: 53},
+				}
+			})
+			l.waitForIngress(ctx, "mixed")
+			l.expectCloudMatches(ctx, "mixed", profile.LoadBalancerCreate)
+		})
+
+		declareDataPath(f, l)
+	})
+}

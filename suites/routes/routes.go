@@ -1,0 +1,218 @@
+// Package routes checks the CCM's route controller: every node's podCIDRs
+// get a cloud route to that node, NodeNetworkUnavailable is cleared, routes
+// of gone nodes are removed, and routes outside the cluster are left alone.
+package routes
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// Suite returns the routes suite.
+func Suite() framework.Suite {
+	return framework.Suite{Name: "routes", Declare: declare}
+}
+
+func formatRoutes(routes []clouddriver.Route) string {
+	parts := make([]string, len(routes))
+	for i, r := range routes {
+		parts[i] = fmt.Sprintf("%s->%s", r.DestinationCIDR, r.NodeName)
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hasRoute reports whether routes send cidr to node.
+func hasRoute(routes []clouddriver.Route, cidr, node string) bool {
+	for _, r := range routes {
+		if r.DestinationCIDR == cidr && r.NodeName == node {
+			return true
+		}
+	}
+	return false
+}
+
+func routeFor(routes []clouddriver.Route, cidr string) (clouddriver.Route, bool) {
+	for _, r := range routes {
+		if r.DestinationCIDR == cidr {
+			return r, true
+		}
+	}
+	return clouddriver.Route{}, false
+}
+
+func declare(f *framework.Framework) {
+	Describe("Routes: the CCM programs a cloud route for every node's podCIDRs", Label(string(profile.Routes)), func() {
+
+		// expectNodeRoutes waits until every node's podCIDRs have a route to
+		// that node.
+		expectNodeRoutes := func(ctx context.Context) []corev1.Node {
+			var nodes []corev1.Node
+			Eventually(ctx, func(g Gomega) {
+				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				routes, err := f.Driver.ListRoutes(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, n := range list.Items {
+					g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s has no podCIDRs (is node CIDR allocation on?)", n.Name)
+					for _, cidr := range n.Spec.PodCIDRs {
+						g.Expect(hasRoute(routes, cidr, n.Name)).To(BeTrue(),
+							"node %s: expected a cloud route %s->%s, the cloud has [%s]", n.Name, cidr, n.Name, formatRoutes(routes))
+					}
+				}
+				nodes = list.Items
+			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
+			return nodes
+		}
+
+		It("gives every node's podCIDRs a cloud route to that node", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbRoutesList)
+			expectNodeRoutes(ctx)
+		})
+
+		It("gives a dual-stack node one route per IP family, each to that node", Label(string(profile.DualStack)), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbRoutesList)
+			nodes := expectNodeRoutes(ctx)
+			dual := 0
+			for _, n := range nodes {
+				families := map[bool]bool{}
+				for _, cidr := range n.Spec.PodCIDRs {
+					ip, _, err := net.ParseCIDR(cidr)
+					Expect(err).NotTo(HaveOccurred())
+					families[ip.To4() != nil] = true
+				}
+				if len(families) == 2 {
+					dual++
+				}
+			}
+			Expect(dual).To(BeNumerically(">", 0), "no node has podCIDRs of both families; the cluster is not dual-stack")
+		})
+
+		It("clears NodeNetworkUnavailable with reason RouteCreated on every node", func(ctx SpecContext) {
+			Eventually(ctx, func(g Gomega) {
+				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, n := range list.Items {
+					var cond *corev1.NodeCondition
+					for i := range n.Status.Conditions {
+						if n.Status.Conditions[i].Type == corev1.NodeNetworkUnavailable {
+							cond = &n.Status.Conditions[i]
+						}
+					}
+					g.Expect(cond).NotTo(BeNil(), "node %s has no NetworkUnavailable condition", n.Name)
+					g.Expect(cond.Status).To(Equal(corev1.ConditionFalse), "node %s: NetworkUnavailable is %s (%s: %s), expected False",
+						n.Name, cond.Status, cond.Reason, cond.Message)
+					g.Expect(cond.Reason).To(Equal("RouteCreated"), "node %s: NetworkUnavailable reason is %q, expected RouteCreated", n.Name, cond.Reason)
+				}
+			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
+		})
+
+		It("deletes the route of a deleted node", func(ctx SpecContext) {
+			f.RequireMachines()
+			f.RequireDriverVerbs(clouddriver.VerbRoutesList)
+			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(f.Machines.Delete, m.Name)
+
+			var podCIDRs []string
+			Eventually(ctx, func(g Gomega) {
+				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s has no podCIDRs yet", m.Name)
+				routes, err := f.Driver.ListRoutes(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, cidr := range n.Spec.PodCIDRs {
+					g.Expect(hasRoute(routes, cidr, m.Name)).To(BeTrue(), "node %s: no route %s->%s yet; the cloud has [%s]", m.Name, cidr, m.Name, formatRoutes(routes))
+				}
+				podCIDRs = n.Spec.PodCIDRs
+			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
+
+			Expect(f.Machines.Delete(ctx, m.Name)).To(Succeed())
+			Eventually(ctx, func(g Gomega) {
+				routes, err := f.Driver.ListRoutes(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, r := range routes {
+					g.Expect(r.NodeName).NotTo(Equal(m.Name), "node %s is deleted but the cloud still routes %s to it", m.Name, r.DestinationCIDR)
+				}
+				for _, cidr := range podCIDRs {
+					r, ok := routeFor(routes, cidr)
+					g.Expect(ok).To(BeFalse(), "node %s is deleted but its podCIDR %s still has route %s->%s", m.Name, cidr, r.DestinationCIDR, r.NodeName)
+				}
+			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
+		})
+
+		It("removes a route inside the cluster CIDR that belongs to no node and leaves routes outside it alone", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbRoutesList, clouddriver.VerbRouteCreate, clouddriver.VerbRouteDelete)
+			var clusterV4 *net.IPNet
+			for _, c := range f.ClusterCIDRs {
+				if _, n, err := net.ParseCIDR(c); err == nil && n.IP.To4() != nil {
+					clusterV4 = n
+				}
+			}
+			if clusterV4 == nil {
+				Skip("the cluster's IPv4 pod network is unknown: set cluster.clusterCIDRs in the profile")
+			}
+			expectNodeRoutes(ctx)
+
+			// The last /24 of the cluster network, which the node IPAM
+			// allocates last, for a node that does not exist.
+			ones, bits := clusterV4.Mask.Size()
+			Expect(bits - ones).To(BeNumerically(">=", 8), "cluster network %s is smaller than a /24", clusterV4)
+			inside := clusterV4.IP.To4()
+			last := make(net.IP, 4)
+			copy(last, inside)
+			hostBits := uint32(bits - ones)
+			base := uint32(last[0])<<24 | uint32(last[1])<<16 | uint32(last[2])<<8 | uint32(last[3])
+			base |= (uint32(1)<<hostBits - 1) &^ 0xff
+			strayCIDR := fmt.Sprintf("%d.%d.%d.0/24", byte(base>>24), byte(base>>16), byte(base>>8))
+			// 198.18.0.0/15 is reserved for benchmarks: outside any cluster.
+			outsideCIDR := fmt.Sprintf("198.18.%d.0/24", rand.IntN(256))
+			ghost := framework.UniqueName("ccm-ghost")
+
+			stray, err := f.Driver.CreateRoute(ctx, ghost, strayCIDR)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) {
+				if err := f.Driver.DeleteRoute(ctx, stray.Name); err != nil && !clouddriver.IsNotFound(err) {
+					Fail(err.Error())
+				}
+			})
+			list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(list.Items).NotTo(BeEmpty())
+			outside, err := f.Driver.CreateRoute(ctx, list.Items[0].Name, outsideCIDR)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) {
+				if err := f.Driver.DeleteRoute(ctx, outside.Name); err != nil && !clouddriver.IsNotFound(err) {
+					Fail(err.Error())
+				}
+			})
+
+			Eventually(ctx, func(g Gomega) {
+				routes, err := f.Driver.ListRoutes(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				_, ok := routeFor(routes, strayCIDR)
+				g.Expect(ok).To(BeFalse(), "route %s->%s is inside the cluster network %s for a node that does not exist, yet it is still there",
+					strayCIDR, ghost, clusterV4)
+			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
+
+			routes, err := f.Driver.ListRoutes(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(hasRoute(routes, outsideCIDR, list.Items[0].Name)).To(BeTrue(),
+				"route %s->%s is outside the cluster network %s, yet the CCM removed it; the cloud has [%s]", outsideCIDR, list.Items[0].Name, clusterV4, formatRoutes(routes))
+		})
+	})
+}
