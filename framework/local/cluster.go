@@ -72,6 +72,7 @@ type Cluster struct {
 	serverURL  string
 	state      State
 
+	launcher *launcher // starts the components; closed by Stop
 	stopOnce sync.Once
 	stopErr  error
 	procs    []*process // in start order
@@ -95,8 +96,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
 
-	c := &Cluster{opts: opts, log: opts.Logger.WithName("local-cluster")}
+	c := &Cluster{opts: opts, log: opts.Logger.WithName("local-cluster"), launcher: newLauncher()}
 	if err := c.makeDir(); err != nil {
+		c.launcher.close()
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
 	if err := c.start(ctx, binaries); err != nil {
@@ -242,7 +244,8 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 		logPath := filepath.Join(c.dir, logsDir, s.name+".log")
 		c.log.Info("Starting component", "component", s.name, "binary", s.binary, "log", logPath)
 		started := time.Now()
-		p, err := startProcess(s.name, s.binary, s.args, c.dir, logPath, o.Detach)
+		var p *process
+		c.launcher.run(func() { p, err = startProcess(s.name, s.binary, s.args, c.dir, logPath, o.Detach) })
 		if err != nil {
 			return err
 		}
@@ -389,7 +392,12 @@ func freePorts(n int) ([]int, error) {
 // created it, or state.json from a given Dir, which keeps the logs. It
 // returns every error met; later calls return the first call's result.
 func (c *Cluster) Stop(ctx context.Context) error {
-	c.stopOnce.Do(func() { c.stopErr = c.stop(ctx) })
+	c.stopOnce.Do(func() {
+		c.stopErr = c.stop(ctx)
+		if c.stopErr == nil {
+			c.launcher.close()
+		}
+	})
 	return c.stopErr
 }
 
