@@ -1,0 +1,175 @@
+package prow
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+)
+
+// Observer writes a run directory in the Prow layout. It implements
+// runner.Observer: RunStarted writes started.json, RunFinished writes the
+// junit files, specs.json, timings.json, metadata.json and, last,
+// finished.json, so that a reader that sees finished.json sees the rest.
+type Observer struct {
+	dir string
+	now func() time.Time
+}
+
+// ObserverOption configures an Observer.
+type ObserverOption func(*Observer)
+
+// WithClock sets the clock finished.json's timestamp is read from. Default
+// time.Now.
+func WithClock(now func() time.Time) ObserverOption {
+	return func(o *Observer) { o.now = now }
+}
+
+// NewObserver returns an Observer that writes into the run directory dir.
+func NewObserver(dir string, opts ...ObserverOption) *Observer {
+	o := &Observer{dir: dir, now: time.Now}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
+}
+
+var _ runner.Observer = (*Observer)(nil)
+
+// RunStarted writes started.json and removes what a previous run in the
+// same directory left that would be mistaken for this run's results
+// (finished.json, junit files, specs.json, timings.json).
+func (o *Observer) RunStarted(info runner.RunInfo) error {
+	if err := os.MkdirAll(filepath.Join(o.dir, ArtifactsDir), 0o755); err != nil {
+		return fmt.Errorf("run directory %s: %w", o.dir, err)
+	}
+	stale := []string{filepath.Join(o.dir, FinishedFile), filepath.Join(o.dir, SpecsFile), filepath.Join(o.dir, TimingsFile)}
+	junits, _ := filepath.Glob(filepath.Join(o.dir, ArtifactsDir, "junit*.xml"))
+	for _, p := range append(stale, junits...) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing the previous run's %s: %w", p, err)
+		}
+	}
+	started := info.Started
+	if started.IsZero() {
+		started = o.now()
+	}
+	return writeJSON(filepath.Join(o.dir, StartedFile), Started{Timestamp: started.Unix()})
+}
+
+// RunFinished writes the rest of the run directory. report is empty when
+// no spec ran; res is nil then.
+func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *runner.Result, runErr error) error {
+	interrupted := errors.Is(runErr, runner.ErrInterrupted) || (res != nil && res.Interrupted)
+	var errs []error
+	if err := writeJUnit(filepath.Join(o.dir, ArtifactsDir), report, runErr, interrupted); err != nil {
+		errs = append(errs, err)
+	}
+	specs := specRecords(info, report, runErr, interrupted)
+	if err := writeJSON(filepath.Join(o.dir, SpecsFile), specs); err != nil {
+		errs = append(errs, err)
+	}
+	if err := writeJSON(filepath.Join(o.dir, TimingsFile), timings(report)); err != nil {
+		errs = append(errs, err)
+	}
+	meta, err := MergeMetadata(filepath.Join(o.dir, MetadataFile), runMetadata(info))
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	passed := runner.ExitCode(res, runErr) == runner.ExitPassed
+	result := ResultFailure
+	switch {
+	case passed:
+		result = ResultSuccess
+	case interrupted:
+		result = ResultAborted
+	}
+	now := o.now().Unix()
+	finished := Finished{Timestamp: &now, Passed: &passed, Result: result, Metadata: meta}
+	if err := writeJSON(filepath.Join(o.dir, FinishedFile), finished); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// runMetadata is what this harness adds to metadata.json.
+func runMetadata(info runner.RunInfo) map[string]any {
+	m := map[string]any{
+		MetaProvider:       info.Provider,
+		MetaHarnessVersion: info.HarnessVersion,
+		MetaBackend:        info.Backend,
+	}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set(MetaKubernetesVersion, info.KubernetesVersion)
+	set(MetaJobVersion, info.KubernetesVersion)
+	set(MetaKubernetesCommit, info.KubernetesCommit)
+	set(MetaCCMBinary, info.CCMBinary)
+	set(MetaCCMDigest, info.CCMDigest)
+	set(MetaLabelFilter, info.LabelFilter)
+	return m
+}
+
+// specRecords turns the ginkgo report into specs.json.
+func specRecords(info runner.RunInfo, report types.Report, runErr error, interrupted bool) SpecRecords {
+	out := SpecRecords{Version: SpecsVersion, Provider: info.Provider, Interrupted: interrupted, Specs: []SpecRecord{}}
+	if runErr != nil {
+		out.HarnessError = runErr.Error()
+	}
+	for _, s := range report.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt && !s.State.Is(types.SpecStateFailureStates) {
+			continue
+		}
+		r := SpecRecord{
+			Suite:           runner.SuiteOf(s),
+			Text:            s.FullText(),
+			Labels:          s.Labels(),
+			State:           s.State.String(),
+			DurationSeconds: s.RunTime.Seconds(),
+		}
+		if s.LeafNodeType != types.NodeTypeIt {
+			r.Node = s.LeafNodeType.String()
+			if r.Text == "" {
+				r.Text = "[" + r.Node + "]"
+			}
+		}
+		if s.State.Is(types.SpecStateFailureStates) {
+			r.Failure = s.Failure.Message
+			if loc := s.Failure.Location; loc.FileName != "" {
+				r.FailureLocation = fmt.Sprintf("%s:%d", loc.FileName, loc.LineNumber)
+			}
+		}
+		out.Specs = append(out.Specs, r)
+	}
+	return out
+}
+
+// timings turns the ginkgo report into timings.json.
+func timings(report types.Report) Timings {
+	out := Timings{Version: 1, Specs: []SpecTiming{}}
+	for _, s := range report.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt || s.State == types.SpecStateSkipped || s.State == types.SpecStatePending {
+			continue
+		}
+		t := SpecTiming{Suite: runner.SuiteOf(s), Spec: s.FullText(), State: s.State.String(), DurationSeconds: s.RunTime.Seconds()}
+		for _, e := range s.ReportEntries {
+			if d, ok := e.GetRawValue().(time.Duration); ok {
+				if t.Latencies == nil {
+					t.Latencies = map[string]float64{}
+				}
+				t.Latencies[e.Name] = d.Seconds()
+			}
+		}
+		out.Specs = append(out.Specs, t)
+	}
+	return out
+}

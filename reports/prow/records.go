@@ -1,0 +1,249 @@
+// Package prow writes a run's results in the layout that Prow's Spyglass
+// and TestGrid read (started.json, finished.json, build-log.txt and
+// artifacts/junit_*.xml), plus the records the results store and the LKG
+// rules read (artifacts/specs.json, artifacts/timings.json), and checks a
+// run directory for what would make TestGrid show an error.
+//
+// The layout is documented in docs/artifacts.md.
+package prow
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Names of the files of a run directory, relative to it.
+const (
+	StartedFile  = "started.json"
+	FinishedFile = "finished.json"
+	BuildLogFile = "build-log.txt"
+	ArtifactsDir = "artifacts"
+	MetadataFile = "artifacts/metadata.json"
+	SpecsFile    = "artifacts/specs.json"
+	TimingsFile  = "artifacts/timings.json"
+	LogsDir      = "artifacts/logs"
+)
+
+// Results of finished.json.
+const (
+	ResultSuccess = "SUCCESS"
+	ResultFailure = "FAILURE"
+	ResultAborted = "ABORTED"
+)
+
+// Keys this harness writes into finished.json's metadata and
+// artifacts/metadata.json. TestGrid can head its columns with any of them
+// (column_header: configuration_value).
+const (
+	MetaProvider          = "provider"
+	MetaKubernetesVersion = "kubernetes-version"
+	MetaKubernetesCommit  = "kubernetes-commit"
+	MetaCCMBinary         = "ccm-binary"
+	MetaCCMDigest         = "ccm-digest"
+	MetaHarnessVersion    = "harness-version"
+	MetaBackend           = "backend"
+	MetaLabelFilter       = "label-filter"
+	// MetaJobVersion is the key TestGrid shows as a column's version; it
+	// holds the Kubernetes version under test.
+	MetaJobVersion = "job-version"
+	// MetaErrors records metadata.json files that could not be merged, the
+	// way Prow's sidecar records them under "sidecar-errors".
+	MetaErrors = "ccm-conformance-errors"
+)
+
+// Started is started.json. TestGrid needs a non-zero timestamp.
+type Started struct {
+	// Timestamp is when the run began, in Unix seconds.
+	Timestamp int64 `json:"timestamp"`
+	// Metadata is deprecated in started.json (TestGrid reads finished.json's)
+	// and left empty here.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Finished is finished.json. Passed and Timestamp are pointers so that a
+// missing field can be told from false or zero.
+type Finished struct {
+	// Timestamp is when the run ended, in Unix seconds.
+	Timestamp *int64 `json:"timestamp,omitempty"`
+	// Passed is true when the run passed.
+	Passed *bool `json:"passed"`
+	// Result is SUCCESS, FAILURE or ABORTED.
+	Result string `json:"result,omitempty"`
+	// Metadata holds the keys of artifacts/metadata.json, merged.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// MetaString returns a string key of the metadata, or "".
+func (f *Finished) MetaString(key string) string {
+	if f == nil || f.Metadata == nil {
+		return ""
+	}
+	s, _ := f.Metadata[key].(string)
+	return s
+}
+
+// SpecsVersion is the version of the specs.json format.
+const SpecsVersion = 1
+
+// SpecRecords is artifacts/specs.json: every spec of the run with its
+// suite, labels and outcome. It is what the LKG rules read.
+type SpecRecords struct {
+	Version int `json:"version"`
+	// Provider is the profile's name.
+	Provider string `json:"provider"`
+	// HarnessError is the harness's error when the run did not complete:
+	// bad input, a setup step that failed, an interrupt, a failed teardown.
+	HarnessError string `json:"harnessError,omitempty"`
+	// Interrupted is true when SIGINT or SIGTERM ended the run.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Specs are the specs in the order they ran; suite-level nodes
+	// (BeforeSuite and the like) appear only when they failed.
+	Specs []SpecRecord `json:"specs"`
+}
+
+// SpecRecord is one spec of specs.json.
+type SpecRecord struct {
+	// Suite is the suite the spec belongs to ("" for suite-level nodes).
+	Suite string `json:"suite"`
+	// Text is the spec's full text; it starts with "[suite]".
+	Text string `json:"text"`
+	// Node is the ginkgo node type when it is not "It" (for example
+	// "BeforeSuite").
+	Node string `json:"node,omitempty"`
+	// Labels are the spec's ginkgo labels, containers' included.
+	Labels []string `json:"labels,omitempty"`
+	// State is ginkgo's: passed, failed, skipped, pending, panicked,
+	// interrupted, aborted or timedout.
+	State string `json:"state"`
+	// DurationSeconds is how long the spec ran.
+	DurationSeconds float64 `json:"durationSeconds"`
+	// Failure is the failure message, for a spec that did not pass.
+	Failure string `json:"failure,omitempty"`
+	// FailureLocation is file:line of the failure.
+	FailureLocation string `json:"failureLocation,omitempty"`
+}
+
+// Passed reports whether the spec passed.
+func (s SpecRecord) Passed() bool { return s.State == "passed" }
+
+// Failed reports whether the spec failed in any way (failed, panicked,
+// interrupted, aborted, timed out).
+func (s SpecRecord) Failed() bool {
+	switch s.State {
+	case "failed", "panicked", "interrupted", "aborted", "timedout":
+		return true
+	}
+	return false
+}
+
+// HasLabel reports whether the spec carries the label.
+func (s SpecRecord) HasLabel(label string) bool {
+	for _, l := range s.Labels {
+		if l == label {
+			return true
+		}
+	}
+	return false
+}
+
+// Timings is artifacts/timings.json: how long each spec took, and the
+// named latencies a spec recorded as ginkgo report entries whose value is a
+// time.Duration (for example "node-initialized").
+type Timings struct {
+	Version int          `json:"version"`
+	Specs   []SpecTiming `json:"specs"`
+}
+
+// SpecTiming is one spec of timings.json.
+type SpecTiming struct {
+	Suite           string             `json:"suite"`
+	Spec            string             `json:"spec"`
+	State           string             `json:"state"`
+	DurationSeconds float64            `json:"durationSeconds"`
+	Latencies       map[string]float64 `json:"latencies,omitempty"`
+}
+
+// DecodeStarted parses started.json.
+func DecodeStarted(r io.Reader) (*Started, error) {
+	var s Started
+	if err := decodeStrict(r, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// DecodeFinished parses finished.json.
+func DecodeFinished(r io.Reader) (*Finished, error) {
+	var f Finished
+	if err := decodeStrict(r, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// DecodeSpecs parses specs.json.
+func DecodeSpecs(r io.Reader) (*SpecRecords, error) {
+	var s SpecRecords
+	if err := decodeStrict(r, &s); err != nil {
+		return nil, err
+	}
+	if s.Version != SpecsVersion {
+		return nil, fmt.Errorf("unsupported specs.json version %d (want %d)", s.Version, SpecsVersion)
+	}
+	return &s, nil
+}
+
+// decodeStrict decodes one JSON value and rejects trailing data, so that a
+// truncated or concatenated file is an error.
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		if err == io.EOF {
+			return fmt.Errorf("empty file")
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// writeJSON writes v to path atomically: a temporary file beside it,
+// renamed into place, so that a reader never sees half a file.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
