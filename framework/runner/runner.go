@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/formatter"
 	"github.com/onsi/ginkgo/v2/types"
+	"github.com/onsi/gomega"
 	"golang.org/x/term"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -41,8 +43,9 @@ type Options struct {
 	// LabelFilter is a ginkgo label filter that narrows the specs, for
 	// example "LoadBalancer && !DataPath". Default: every spec.
 	LabelFilter string
-	// ArtifactsDir receives junit_01.xml, summary.txt and logs/. Default
-	// "_artifacts".
+	// ArtifactsDir is the run directory: the runner writes summary.txt
+	// there and component logs under artifacts/logs/; observers write the
+	// rest (see reports/prow). Default "_artifacts".
 	ArtifactsDir string
 	// Kubeconfig, when set, runs against that existing cluster instead of
 	// bringing up the local one.
@@ -237,7 +240,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := os.MkdirAll(r.opts.ArtifactsDir, 0o755); err != nil {
 		return &InputError{fmt.Errorf("--artifacts %s: %w", r.opts.ArtifactsDir, err)}
 	}
-	r.logDir = filepath.Join(r.opts.ArtifactsDir, "logs")
+	r.logDir = filepath.Join(r.opts.ArtifactsDir, "artifacts", "logs")
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return &InputError{fmt.Errorf("--artifacts %s: %w", r.opts.ArtifactsDir, err)}
 	}
@@ -485,9 +488,14 @@ func (r *run) runSpecs(ctx context.Context) *Result {
 	suiteConfig.RandomSeed = time.Now().Unix()
 	reporterConfig.Verbose = true
 	reporterConfig.NoColor = !term.IsTerminal(int(os.Stdout.Fd()))
-	reporterConfig.JUnitReport = filepath.Join(r.opts.ArtifactsDir, "junit_01.xml")
+	// ginkgo's reporter prints to formatter.ColorableStdOut; send it where
+	// the rest of the run's output goes.
+	stdout := formatter.ColorableStdOut
+	formatter.ColorableStdOut = r.out
+	defer func() { formatter.ColorableStdOut = stdout }()
 
 	start := time.Now()
+	gomega.RegisterFailHandler(ginkgo.Fail)
 	ginkgo.RunSpecs(failRecorder{}, "CCM conformance: "+r.profile.Name, suiteConfig, reporterConfig)
 	res := resultFrom(r.report)
 	res.Duration = time.Since(start)
