@@ -19,16 +19,16 @@ func (f *faultState) spent() bool {
 	return f.FailTimes <= 0 && f.ErrorRate == 0 && f.latency == 0
 }
 
-// injectFault applies the faults that match op: it waits for their latency
-// and returns an error when one of them fails the call.
-func (s *Server) injectFault(ctx context.Context, op string) error {
+// injectFault applies the faults that match op and caller: it waits for
+// their latency and returns an error when one of them fails the call.
+func (s *Server) injectFault(ctx context.Context, op, caller string) error {
 	var (
 		latency time.Duration
 		fail    bool
 	)
 	s.mu.Lock()
 	for _, f := range s.faults {
-		if f.Operation != op && f.Operation != "*" {
+		if (f.Operation != op && f.Operation != "*") || (f.ExceptCaller != "" && f.ExceptCaller == caller) {
 			continue
 		}
 		latency += f.latency

@@ -165,7 +165,7 @@ func (s *Server) handle(pattern, op string, okStatus int, fn func(*http.Request)
 			err  error
 		)
 		if op != "" {
-			err = s.injectFault(r.Context(), op)
+			err = s.injectFault(r.Context(), op, caller)
 		}
 		if err == nil {
 			body, err = fn(r)

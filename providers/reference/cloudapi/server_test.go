@@ -216,7 +216,16 @@ func TestInstanceLifecycle(t *testing.T) {
 // rawCall sends a request with a raw body and returns the status and body.
 func rawCall(t *testing.T, s *Server, method, path, body string) (int, string) {
 	t.Helper()
+	return rawCallAs(t, s, "", method, path, body)
+}
+
+// rawCallAs is rawCall with an X-Reference-Caller header (when not empty).
+func rawCallAs(t *testing.T, s *Server, caller, method, path, body string) (int, string) {
+	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if caller != "" {
+		req.Header.Set(CallerHeader, caller)
+	}
 	w := httptest.NewRecorder()
 	s.Handler().ServeHTTP(w, req)
 	return w.Code, w.Body.String()
@@ -375,6 +384,8 @@ func TestFaults(t *testing.T) {
 	tests := []struct {
 		name  string
 		fault Fault
+		// caller is the X-Reference-Caller of the calls.
+		caller string
 		// calls lists operations to call in order; wantFail says which fail.
 		calls    []string
 		wantFail []bool
@@ -398,6 +409,13 @@ func TestFaults(t *testing.T) {
 			wantFail: []bool{true, true, false},
 		},
 		{
+			name:     "another caller is exempt",
+			fault:    Fault{Operation: OpRouteList, ErrorRate: 1, ExceptCaller: "driver"},
+			caller:   "driver",
+			calls:    []string{OpRouteList, OpRouteList},
+			wantFail: []bool{false, false},
+		},
+		{
 			name:     "never",
 			fault:    Fault{Operation: OpRouteList, ErrorRate: 0.0000001},
 			calls:    []string{OpRouteList, OpRouteList},
@@ -412,7 +430,7 @@ func TestFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, op := range tt.calls {
-				status, body := rawCall(t, s, "GET", paths[op], "")
+				status, body := rawCallAs(t, s, tt.caller, "GET", paths[op], "")
 				if failed := status == http.StatusInternalServerError; failed != tt.wantFail[i] {
 					t.Errorf("call %d (%s): got %d %s, want failure %v", i, op, status, body, tt.wantFail[i])
 				}

@@ -175,6 +175,9 @@ type Fault struct {
 	ErrorRate float64 `json:"errorRate,omitempty"`
 	// Latency is a Go duration (such as "250ms") added before answering.
 	Latency string `json:"latency,omitempty"`
+	// ExceptCaller exempts calls from this caller (X-Reference-Caller),
+	// so that a test's own calls keep working while the CCM's fail.
+	ExceptCaller string `json:"exceptCaller,omitempty"`
 }
 
 // FaultList is the answer of GET /v1/faults.

@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, getenv func(string
 		if err != nil {
 			return nil, err
 		}
-		d.client = client
+		d.client, d.caller = client, caller
 	}
 	return handler(d, ctx, request)
 }
@@ -93,6 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, getenv func(string
 // driver holds the cloud API client for one call.
 type driver struct {
 	client *cloudapi.Client
+	caller string // our own X-Reference-Caller
 }
 
 type verbFunc func(d *driver, ctx context.Context, request []byte) (any, error)
@@ -104,7 +105,8 @@ func verbNames() []string {
 		"instances list", "instance get", "instance create", "instance delete",
 		"instance stop", "instance start", "instance set-addresses",
 		"loadbalancer get",
-		"routes list", "route create",
+		"routes list", "route create", "route delete",
+		"fault inject", "fault clear",
 	}
 }
 
@@ -122,6 +124,9 @@ func verbTable() map[string]verbFunc {
 		"loadbalancer get":       (*driver).getLoadBalancer,
 		"routes list":            (*driver).listRoutes,
 		"route create":           (*driver).createRoute,
+		"route delete":           (*driver).deleteRoute,
+		"fault inject":           (*driver).injectFault,
+		"fault clear":            (*driver).clearFaults,
 	}
 }
 

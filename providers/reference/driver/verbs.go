@@ -290,3 +290,67 @@ func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
 		Route Route `json:"route"`
 	}{Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR}}, nil
 }
+
+func (d *driver) deleteRoute(ctx context.Context, request []byte) (any, error) {
+	req, err := decode[nameRequest](request)
+	if err != nil {
+		return nil, err
+	}
+	if req.Name == "" {
+		return nil, fmt.Errorf("the request has no name")
+	}
+	if err := d.client.DeleteRoute(ctx, req.Name); err != nil {
+		return nil, cloudErr(fmt.Sprintf("deleting route %q", req.Name), err)
+	}
+	return struct{}{}, nil
+}
+
+// ---- faults ----
+
+// faultTargets maps each fault target of the protocol to the cloud
+// operations the CCM calls for it.
+func faultTargets() map[string][]string {
+	return map[string][]string{
+		// InstanceExists, InstanceShutdown and InstanceMetadata look an
+		// instance up by ID (providerID) or by name (a list).
+		"instances": {cloudapi.OpInstanceGet, cloudapi.OpInstanceList},
+		"loadbalancers": {cloudapi.OpLoadBalancerGet, cloudapi.OpLoadBalancerList,
+			cloudapi.OpLoadBalancerEnsure, cloudapi.OpLoadBalancerDelete},
+		"routes": {cloudapi.OpRouteList, cloudapi.OpRouteCreate, cloudapi.OpRouteDelete},
+	}
+}
+
+// injectFault makes the cloud fail the target's operations at the given
+// rate for every caller but the driver itself, so the harness can still
+// look at the cloud while the CCM sees errors. A rate of 0 removes the
+// target's faults.
+func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
+	req, err := decode[struct {
+		Target    string  `json:"target"`
+		ErrorRate float64 `json:"errorRate"`
+	}](request)
+	if err != nil {
+		return nil, err
+	}
+	ops, ok := faultTargets()[req.Target]
+	if !ok {
+		return nil, fmt.Errorf("unknown fault target %q (known: instances, loadbalancers, routes)", req.Target)
+	}
+	if req.ErrorRate < 0 || req.ErrorRate > 1 {
+		return nil, fmt.Errorf("errorRate %v: want a value from 0 to 1", req.ErrorRate)
+	}
+	for _, op := range ops {
+		f := cloudapi.Fault{Operation: op, ErrorRate: req.ErrorRate, ExceptCaller: d.caller}
+		if _, err := d.client.AddFault(ctx, f); err != nil {
+			return nil, fmt.Errorf("injecting a fault into %s: %w", op, err)
+		}
+	}
+	return struct{}{}, nil
+}
+
+func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
+	if err := d.client.ClearFaults(ctx); err != nil {
+		return nil, fmt.Errorf("clearing faults: %w", err)
+	}
+	return struct{}{}, nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,7 @@ func TestBinary(t *testing.T) {
 	n1 := `{"id":"i-0001","name":"n1","providerID":"reference://zone-a/i-0001","zone":"zone-a","region":"region-1","instanceType":"ref.small","state":"%s","addresses":[{"type":"InternalIP","address":"127.64.0.1"},{"type":"InternalIP","address":"fd00:64::1"},{"type":"ExternalIP","address":"203.0.113.1"},{"type":"ExternalIP","address":"2001:db8::1"},{"type":"Hostname","address":"n1"}]}`
 	running := strings.Replace(n1, "%s", "running", 1)
 	stopped := strings.Replace(n1, "%s", "stopped", 1)
+	readdressed := `{"id":"i-0001","name":"n1","providerID":"reference://zone-a/i-0001","zone":"zone-a","region":"region-1","instanceType":"ref.small","state":"running","addresses":[{"type":"ExternalIP","address":"203.0.113.9"}]}`
 
 	steps := []struct {
 		name     string
@@ -54,12 +56,13 @@ func TestBinary(t *testing.T) {
 		request  string
 		env      []string // replaces the endpoint when set
 		before   func() error
+		after    func() error // checks the cloud after a successful call
 		wantExit int
 		want     string // JSON; compared as values
 		wantErr  string // in stderr
 	}{
 		{name: "info", verb: "info", request: `{}`,
-			want: `{"protocolVersion":"v1","provider":"reference","verbs":["info","instances list","instance get","instance create","instance delete","instance stop","instance start","instance set-addresses","loadbalancer get","routes list","route create"]}`},
+			want: `{"protocolVersion":"v1","provider":"reference","verbs":["info","instances list","instance get","instance create","instance delete","instance stop","instance start","instance set-addresses","loadbalancer get","routes list","route create","route delete","fault inject","fault clear"]}`},
 		{name: "get before create", verb: "instance get", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
 		{name: "create", verb: "instance create", request: `{"name":"n1","zone":"","instanceType":"","ipFamilies":["IPv4","IPv6"],"futureField":1}`,
 			want: `{"instance":` + running + `}`},
@@ -70,7 +73,7 @@ func TestBinary(t *testing.T) {
 		{name: "get stopped", verb: "instance get", request: `{"name":"n1"}`, want: `{"instance":` + stopped + `}`},
 		{name: "start", verb: "instance start", request: `{"name":"n1"}`, want: `{}`},
 		{name: "set addresses", verb: "instance set-addresses", request: `{"name":"n1","addresses":[{"type":"ExternalIP","address":"203.0.113.9"}]}`,
-			want: `{"instance":{"id":"i-0001","name":"n1","providerID":"reference://zone-a/i-0001","zone":"zone-a","region":"region-1","instanceType":"ref.small","state":"running","addresses":[{"type":"ExternalIP","address":"203.0.113.9"}]}}`},
+			want: `{"instance":` + readdressed + `}`},
 		{name: "no load balancer", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web","uid":"` + uid + `"}`,
 			want: `{"loadBalancer":{"exists":false,"name":"","ingress":[],"ports":[],"backends":[],"sourceRanges":[],"healthCheckNodePort":0}}`},
 		{name: "load balancer", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web","uid":"` + uid + `"}`,
@@ -89,6 +92,22 @@ func TestBinary(t *testing.T) {
 			want: `{"route":{"name":"r-0001","nodeName":"n1","destinationCIDR":"10.244.9.0/24"}}`},
 		{name: "routes", verb: "routes list", request: `{}`, want: `{"routes":[{"name":"r-0001","nodeName":"n1","destinationCIDR":"10.244.9.0/24"}]}`},
 		{name: "bad route", verb: "route create", request: `{"nodeName":"n1","destinationCIDR":"x"}`, wantExit: 1, wantErr: "destinationCIDR"},
+		{name: "delete route", verb: "route delete", request: `{"name":"r-0001"}`, want: `{}`},
+		{name: "delete route again", verb: "route delete", request: `{"name":"r-0001"}`, wantExit: 3, wantErr: "not found"},
+		{name: "inject a fault", verb: "fault inject", request: `{"target":"instances","errorRate":1.0}`, want: `{}`,
+			after: func() error {
+				if _, err := admin.InstanceByName(t.Context(), "n1"); err == nil || !strings.Contains(err.Error(), "injected fault") {
+					return fmt.Errorf("a CCM lookup during the fault: got %v, want an injected fault", err)
+				}
+				return nil
+			}},
+		{name: "the driver is exempt from its faults", verb: "instance get", request: `{"name":"n1"}`, want: `{"instance":` + readdressed + `}`},
+		{name: "unknown fault target", verb: "fault inject", request: `{"target":"disks","errorRate":1}`, wantExit: 1, wantErr: "unknown fault target"},
+		{name: "clear faults", verb: "fault clear", request: `{}`, want: `{}`,
+			after: func() error {
+				_, err := admin.InstanceByName(t.Context(), "n1")
+				return err
+			}},
 		{name: "delete", verb: "instance delete", request: `{"name":"n1"}`, want: `{}`},
 		{name: "delete again", verb: "instance delete", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
 		{name: "stop missing", verb: "instance stop", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
@@ -142,6 +161,11 @@ func TestBinary(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %s printed\n %s\nwant\n %s", step.name, step.verb, strings.TrimSpace(stdout.String()), step.want)
+		}
+		if step.after != nil {
+			if err := step.after(); err != nil {
+				t.Errorf("%s: %v", step.name, err)
+			}
 		}
 	}
 }
