@@ -53,7 +53,12 @@ type Framework struct {
 	CCM CCMLogs
 	// ClusterCIDRs are the cluster's pod networks, or nil when unknown.
 	ClusterCIDRs []string
+	// CCMInstances starts more instances of the CCM under test, or stops
+	// the main one; nil when the harness does not run the CCM.
+	CCMInstances CCMs
 }
+
+func skip(message string) { ginkgo.Skip(message) }
 
 // Timeout returns the profile's value for a named wait.
 func (f *Framework) Timeout(n profile.TimeoutName) time.Duration {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -90,7 +91,7 @@ type run struct {
 	config    *rest.Config
 	client    kubernetes.Interface
 	driver    *clouddriver.Driver
-	ccm       *ccm.Process
+	ccm       *mainCCM
 	machines  *framework.Machines
 	kubelets  *nodes.Pool
 	instances []string
@@ -388,25 +389,90 @@ func (r *run) startService(ctx context.Context, s profile.Service) error {
 }
 
 func (r *run) startCCM(ctx context.Context) error {
-	b := r.profile.CCM.Binary
-	var err error
-	r.ccm, err = ccm.StartBinary(ccm.BinaryOptions{
-		Path:       r.profile.ResolvePath(r.expander.Expand(b.Path)),
-		Args:       r.expander.ExpandAll(b.Args),
-		Env:        r.expander.Environ(b.Env),
-		Kubeconfig: r.kubeconfigPath(),
-		LogPath:    filepath.Join(r.logDir, "ccm.log"),
-	})
+	p, err := r.startCCMInstance(ctx, "", nil)
 	if err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
+	r.ccm = &mainCCM{current: p}
 	r.defer_("stop ccm", r.ccm.Stop)
-	r.logf("started the CCM (pid %d): %s", r.ccm.Pid(), r.ccm.CommandLine())
-	if err := r.ccm.WaitReady(ctx, r.profile.Timeout(profile.CCMReady), 200*time.Millisecond); err != nil {
-		return &SetupError{Step: "ccm", Err: err}
-	}
-	r.logf("CCM healthy on port %d", r.ccm.SecurePort())
 	return nil
+}
+
+// startCCMInstance starts an instance of the profile's CCM with extraArgs
+// appended and waits until it is healthy. The main instance has name "".
+func (r *run) startCCMInstance(ctx context.Context, name string, extraArgs []string) (*ccm.Process, error) {
+	b := r.profile.CCM.Binary
+	logName, label := "ccm.log", "ccm"
+	if name != "" {
+		logName, label = "ccm-"+name+".log", "ccm "+name
+	}
+	p, err := ccm.StartBinary(ccm.BinaryOptions{
+		Name:       label,
+		Path:       r.profile.ResolvePath(r.expander.Expand(b.Path)),
+		Args:       append(r.expander.ExpandAll(b.Args), extraArgs...),
+		Env:        r.expander.Environ(b.Env),
+		Kubeconfig: r.kubeconfigPath(),
+		LogPath:    filepath.Join(r.logDir, logName),
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.logf("started %s (pid %d): %s", label, p.Pid(), p.CommandLine())
+	if err := p.WaitReady(ctx, r.profile.Timeout(profile.CCMReady), 200*time.Millisecond); err != nil {
+		_ = p.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	r.logf("%s healthy on port %d", label, p.SecurePort())
+	return p, nil
+}
+
+// mainCCM is the CCM instance the run started; specs may stop and restart
+// it, so it is reached through this handle. Its log file stays the same.
+type mainCCM struct {
+	mu      sync.Mutex
+	current *ccm.Process
+}
+
+func (m *mainCCM) get() *ccm.Process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.current
+}
+
+func (m *mainCCM) Log(ctx context.Context) (string, error) { return m.get().Log(ctx) }
+
+func (m *mainCCM) Stop(ctx context.Context) error { return m.get().Stop(ctx) }
+
+// ccmInstances implements framework.CCMs for the run.
+type ccmInstances struct{ r *run }
+
+func (c ccmInstances) Start(ctx context.Context, name string, extraArgs []string) (*ccm.Process, error) {
+	if name == "" {
+		return nil, errors.New("an extra CCM instance needs a name")
+	}
+	p, err := c.r.startCCMInstance(ctx, name, extraArgs)
+	if err != nil {
+		return nil, err
+	}
+	c.r.defer_("stop ccm "+name, p.Stop)
+	return p, nil
+}
+
+func (c ccmInstances) StopMain(ctx context.Context) (func(context.Context) error, error) {
+	if err := c.r.ccm.Stop(ctx); err != nil {
+		return nil, err
+	}
+	c.r.logf("stopped the main CCM for a spec")
+	return func(ctx context.Context) error {
+		p, err := c.r.startCCMInstance(ctx, "", nil)
+		if err != nil {
+			return err
+		}
+		c.r.ccm.mu.Lock()
+		c.r.ccm.current = p
+		c.r.ccm.mu.Unlock()
+		return nil
+	}, nil
 }
 
 // registerNodes creates the profile's simulated machines on the local
@@ -468,6 +534,7 @@ func (r *run) framework() *framework.Framework {
 	}
 	if r.ccm != nil {
 		f.CCM = r.ccm
+		f.CCMInstances = ccmInstances{r}
 	}
 	f.ClusterCIDRs = r.profile.Cluster.ClusterCIDRs
 	if r.cluster != nil {
