@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestIntegrationConformanceReference(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
 	}
-	cases := readJUnit(t, filepath.Join(artifacts, "junit_01.xml"))
+	cases := readJUnit(t, artifacts)
 	if len(cases) == 0 {
 		t.Fatal("the JUnit report has no specs")
 	}
@@ -33,6 +34,13 @@ func TestIntegrationConformanceReference(t *testing.T) {
 	}
 	if !strings.Contains(res.stdout, "conformance: ") || !strings.Contains(res.stdout, " passed, 0 failed") {
 		t.Errorf("summary line missing from stdout:\n%s", tail(res.stdout, 20))
+	}
+	if v := runHarness(t, nil, "validate-artifacts", artifacts); v.code != 0 {
+		t.Errorf("validate-artifacts rejects the run directory (exit %d):\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	buildLog, err := os.ReadFile(filepath.Join(artifacts, "build-log.txt"))
+	if err != nil || !strings.Contains(string(buildLog), " passed, 0 failed") || !strings.Contains(string(buildLog), "Node addressing") {
+		t.Errorf("build-log.txt lacks the run's output (%v):\n%s", err, tail(string(buildLog), 20))
 	}
 }
 
@@ -50,15 +58,15 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 		{
 			defects: "wrong-zone,stale-addresses",
 			failing: map[string][]string{
-				"labels each node with its instance's zone and region": {"node ccm-node-", "topology.kubernetes.io/zone", "-wrong"},
+				"labels each node with its instance's zone and region":   {"node ccm-node-", "topology.kubernetes.io/zone", "-wrong"},
 				"updates a node's addresses when the cloud changes them": {"node ccm-node-", "expected addresses", "198.51.100.", "saw"},
 			},
 		},
 		{
 			defects: "no-ipv6",
 			failing: map[string][]string{
-				"gives each node the addresses its instance has in the cloud":       {"node ccm-node-", "expected addresses", "InternalIP=fd00:64::", "saw"},
-				"makes an IPv6 node IP the node's only InternalIP":                  {"node ccm-node-", "uninitialized taint", "fd00:66::"},
+				"gives each node the addresses its instance has in the cloud":      {"node ccm-node-", "expected addresses", "InternalIP=fd00:64::", "saw"},
+				"makes an IPv6 node IP the node's only InternalIP":                 {"node ccm-node-", "uninitialized taint", "fd00:66::"},
 				"makes a dual-stack IPv4,IPv6 node IP pair the node's InternalIPs": {"node ccm-node-", "uninitialized taint"},
 				"makes a dual-stack IPv6,IPv4 node IP pair the node's InternalIPs": {"node ccm-node-", "uninitialized taint"},
 			},
@@ -73,7 +81,7 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 				t.Fatalf("exit code %d, want 1 (a spec failed)\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
 			}
 			matched := map[string]bool{}
-			for _, c := range readJUnit(t, filepath.Join(artifacts, "junit_01.xml")) {
+			for _, c := range readJUnit(t, artifacts) {
 				var wantFail string
 				for spec := range tt.failing {
 					if strings.Contains(c.Name, spec) {

@@ -96,10 +96,19 @@ func TestIntegrationInterruptLeavesNothingBehind(t *testing.T) {
 	if len(names) > 0 {
 		t.Errorf("temporary files left in TMPDIR after SIGINT: %v", names)
 	}
-	for _, f := range []string{"summary.txt", "junit_01.xml", "logs/ccm.log"} {
+	for _, f := range []string{"summary.txt", "started.json", "finished.json", "build-log.txt", "artifacts/logs/ccm.log"} {
 		if _, err := os.Stat(filepath.Join(artifacts, f)); err != nil {
 			t.Errorf("partial result %s not written: %v", f, err)
 		}
+	}
+	if junits, _ := filepath.Glob(filepath.Join(artifacts, "artifacts", "junit_*.xml")); len(junits) == 0 {
+		t.Errorf("no partial junit file under %s/artifacts", artifacts)
+	}
+	if v := runHarness(t, nil, "validate-artifacts", artifacts); v.code != 0 {
+		t.Errorf("validate-artifacts rejects the interrupted run's directory (exit %d):\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	if finished, err := os.ReadFile(filepath.Join(artifacts, "finished.json")); err != nil || !strings.Contains(string(finished), `"passed": false`) || !strings.Contains(string(finished), `"ABORTED"`) {
+		t.Errorf("finished.json of an interrupted run does not say passed: false, result ABORTED (%v):\n%s", err, finished)
 	}
 	if !strings.Contains(output, "interrupted") {
 		t.Errorf("the output does not say the run was interrupted:\n%s", tail(output, 30))

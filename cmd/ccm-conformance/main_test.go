@@ -117,24 +117,32 @@ type junitCase struct {
 	} `xml:"skipped"`
 }
 
-func readJUnit(t *testing.T, path string) []junitCase {
+// readJUnit reads the cases of every artifacts/junit_*.xml of a run
+// directory (one file per suite).
+func readJUnit(t *testing.T, runDir string) []junitCase {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading JUnit report: %v", err)
-	}
-	var s junitSuites
-	if err := xml.Unmarshal(data, &s); err != nil {
-		t.Fatalf("parsing %s: %v", path, err)
+	paths, err := filepath.Glob(filepath.Join(runDir, "artifacts", "junit_*.xml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no JUnit report under %s/artifacts: %v", runDir, err)
 	}
 	var cases []junitCase
-	for _, suite := range s.Suites {
-		for _, c := range suite.Cases {
-			// Ginkgo reports suite-level nodes as cases in brackets.
-			if strings.HasPrefix(c.Name, "[") && strings.HasSuffix(strings.Fields(c.Name)[0], "]") && !strings.Contains(c.Name, ":") {
-				continue
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("reading JUnit report: %v", err)
+		}
+		var s junitSuites
+		if err := xml.Unmarshal(data, &s); err != nil {
+			t.Fatalf("parsing %s: %v", path, err)
+		}
+		for _, suite := range s.Suites {
+			for _, c := range suite.Cases {
+				// Ginkgo reports suite-level nodes as cases in brackets.
+				if strings.HasPrefix(c.Name, "[") && strings.HasSuffix(strings.Fields(c.Name)[0], "]") && !strings.Contains(c.Name, ":") {
+					continue
+				}
+				cases = append(cases, c)
 			}
-			cases = append(cases, c)
 		}
 	}
 	return cases

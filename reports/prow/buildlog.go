@@ -9,23 +9,42 @@ import (
 )
 
 // BuildLog is build-log.txt: everything the run prints, as Spyglass shows
-// it. Tee it into the run's output streams.
+// it. Tee it into the run's output streams. The file is created (or
+// truncated) by the first write, so that a command that fails on bad input
+// before printing anything leaves no run directory behind.
 type BuildLog struct {
-	mu   sync.Mutex
-	f    *os.File
-	werr error
+	mu     sync.Mutex
+	path   string
+	f      *os.File
+	opened bool
+	closed bool
+	werr   error
 }
 
-// CreateBuildLog creates (or truncates) dir/build-log.txt.
-func CreateBuildLog(dir string) (*BuildLog, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+// NewBuildLog returns the build log of the run directory dir.
+func NewBuildLog(dir string) *BuildLog {
+	return &BuildLog{path: filepath.Join(dir, BuildLogFile)}
+}
+
+// Opened reports whether anything was written to the log.
+func (l *BuildLog) Opened() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opened
+}
+
+func (l *BuildLog) open() {
+	l.opened = true
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
+		l.werr = fmt.Errorf("creating %s: %w", l.path, err)
+		return
 	}
-	f, err := os.Create(filepath.Join(dir, BuildLogFile))
+	f, err := os.Create(l.path)
 	if err != nil {
-		return nil, err
+		l.werr = fmt.Errorf("creating %s: %w", l.path, err)
+		return
 	}
-	return &BuildLog{f: f}, nil
+	l.f = f
 }
 
 // Tee returns a writer that writes to w and to the build log. A failure to
@@ -39,6 +58,9 @@ func (l *BuildLog) Tee(w io.Writer) io.Writer {
 func (l *BuildLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.opened && !l.closed {
+		l.open()
+	}
 	if l.werr == nil && l.f != nil {
 		if _, err := l.f.Write(p); err != nil {
 			l.werr = fmt.Errorf("writing %s: %w", l.f.Name(), err)
@@ -51,6 +73,7 @@ func (l *BuildLog) Write(p []byte) (int, error) {
 func (l *BuildLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	if l.f == nil {
 		return l.werr
 	}

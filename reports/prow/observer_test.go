@@ -298,10 +298,13 @@ func TestMergeMetadata(t *testing.T) {
 }
 
 func TestBuildLogTee(t *testing.T) {
-	dir := t.TempDir()
-	l, err := CreateBuildLog(dir)
-	if err != nil {
-		t.Fatal(err)
+	dir := filepath.Join(t.TempDir(), "run")
+	l := NewBuildLog(dir)
+	if l.Opened() {
+		t.Error("the build log is open before anything was written")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the run directory exists before anything was written: %v", err)
 	}
 	var out strings.Builder
 	w := l.Tee(&out)

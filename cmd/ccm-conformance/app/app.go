@@ -69,6 +69,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newRunCommand(stdout),
 		newListCommand(stdout),
 		newValidateCommand(stdout),
+		newValidateArtifactsCommand(stdout),
 		newClusterCommand(stdout, stderr),
 		newVersionCommand(stdout),
 	)
