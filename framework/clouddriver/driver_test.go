@@ -1,0 +1,142 @@
+package clouddriver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeDriver writes a shell script that answers the handshake and runs
+// body for every other verb ("$1 $2" is the verb, stdin the request).
+func fakeDriver(t *testing.T, body string) []string {
+	t.Helper()
+	script := `#!/bin/sh
+if [ "$1" = info ]; then
+  echo '{"protocolVersion":"v1","provider":"fake","verbs":["instances list","instance get","instance delete","loadbalancer get"]}'
+  exit 0
+fi
+` + body
+	path := filepath.Join(t.TempDir(), "driver")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{path}
+}
+
+func TestDriverAnswers(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		call      func(context.Context, *Driver) error
+		wantErr   []string // substrings; empty means success
+		notFound  bool
+		unsupport bool
+	}{
+		{
+			name: "valid answer",
+			body: `cat >/dev/null; echo '{"instances":[{"name":"n1","zone":"z"}]}'`,
+			call: func(ctx context.Context, d *Driver) error {
+				in, err := d.ListInstances(ctx)
+				if err == nil && (len(in) != 1 || in[0].Zone != "z") {
+					return errors.New("wrong decode")
+				}
+				return err
+			},
+		},
+		{
+			name:    "invalid JSON quotes stdout",
+			body:    `echo 'this is not json'`,
+			call:    func(ctx context.Context, d *Driver) error { _, err := d.ListInstances(ctx); return err },
+			wantErr: []string{`cloud driver "instances list"`, "invalid JSON", "this is not json"},
+		},
+		{
+			name:    "non-zero exit quotes stderr",
+			body:    `echo 'quota exceeded in zone-a' >&2; exit 1`,
+			call:    func(ctx context.Context, d *Driver) error { _, err := d.GetInstance(ctx, "n1"); return err },
+			wantErr: []string{`cloud driver "instance get"`, "exit code 1", "stderr: quota exceeded in zone-a"},
+		},
+		{
+			name:     "exit 3 is not found",
+			body:     `echo 'no instance n1' >&2; exit 3`,
+			call:     func(ctx context.Context, d *Driver) error { return d.DeleteInstance(ctx, "n1") },
+			wantErr:  []string{"no instance n1"},
+			notFound: true,
+		},
+		{
+			name:    "missing object in answer",
+			body:    `echo '{}'`,
+			call:    func(ctx context.Context, d *Driver) error { _, err := d.GetLoadBalancer(ctx, ServiceRef{Name: "s"}); return err },
+			wantErr: []string{`without a "loadBalancer"`},
+		},
+		{
+			name:    "two JSON values",
+			body:    `echo '{"instances":[]} {"instances":[]}'`,
+			call:    func(ctx context.Context, d *Driver) error { _, err := d.ListInstances(ctx); return err },
+			wantErr: []string{"more than one JSON value"},
+		},
+		{
+			name:    "hangs past the call timeout",
+			body:    `exec sleep 30`,
+			call:    func(ctx context.Context, d *Driver) error { _, err := d.ListInstances(ctx); return err },
+			wantErr: []string{"did not answer within"},
+		},
+		{
+			name:      "verb not listed",
+			body:      `echo '{}'`,
+			call:      func(ctx context.Context, d *Driver) error { return d.StopInstance(ctx, "n1") },
+			wantErr:   []string{`does not implement "instance stop"`},
+			unsupport: true,
+		},
+		{
+			name: "request arrives on stdin",
+			body: `req=$(cat); case "$req" in *'"name":"n7"'*) echo '{"instance":{"name":"n7"}}';; *) echo "got $req" >&2; exit 1;; esac`,
+			call: func(ctx context.Context, d *Driver) error { _, err := d.GetInstance(ctx, "n7"); return err },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			d, err := New(ctx, Options{Command: fakeDriver(t, tt.body), CallTimeout: 2 * time.Second})
+			if err != nil {
+				t.Fatalf("handshake: %v", err)
+			}
+			err = tt.call(ctx, d)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if IsNotFound(err) != tt.notFound {
+				t.Errorf("IsNotFound = %v, want %v", IsNotFound(err), tt.notFound)
+			}
+			var u *UnsupportedError
+			if errors.As(err, &u) != tt.unsupport {
+				t.Errorf("unsupported = %v, want %v", errors.As(err, &u), tt.unsupport)
+			}
+		})
+	}
+}
+
+func TestHandshakeRejectsOtherProtocols(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "driver")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho '{\"protocolVersion\":\"v9\",\"verbs\":[]}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), Options{Command: []string{path}})
+	if err == nil || !strings.Contains(err.Error(), `"v9"`) {
+		t.Fatalf("err = %v, want one naming the driver's protocol", err)
+	}
+}
