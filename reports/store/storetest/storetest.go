@@ -1,0 +1,154 @@
+// Package storetest helps tests seed results stores: it writes run
+// directories through the real prow observer, publishes them, and starts a
+// GCS emulator (fake-gcs-server, in process, on loopback) for gs:// stores.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/store"
+)
+
+// Spec is one spec of a seeded run.
+type Spec struct {
+	Suite  string
+	Text   string
+	Labels []string
+	// State is ginkgo's; SpecStatePassed when zero.
+	State types.SpecState
+	// Failure is the failure message of a failed spec.
+	Failure string
+	// Latencies are recorded as report entries whose value is a duration.
+	Latencies map[string]time.Duration
+}
+
+// Run describes a seeded run.
+type Run struct {
+	Provider          string
+	KubernetesVersion string
+	KubernetesCommit  string
+	CCMDigest         string
+	Started           time.Time
+	// Duration is how long the run took; default one minute.
+	Duration time.Duration
+	Specs    []Spec
+	// Err is the runner's error (a setup failure, runner.ErrInterrupted).
+	Err error
+}
+
+// WriteRunDir writes the run directory of r into dir through
+// prow.Observer, as a real run would.
+func WriteRunDir(t testing.TB, dir string, r Run) {
+	t.Helper()
+	if r.Duration == 0 {
+		r.Duration = time.Minute
+	}
+	info := runner.RunInfo{
+		Provider:          r.Provider,
+		Backend:           "local",
+		KubernetesVersion: r.KubernetesVersion,
+		KubernetesCommit:  r.KubernetesCommit,
+		CCMBinary:         "/bin/" + r.Provider + "-ccm",
+		CCMDigest:         r.CCMDigest,
+		HarnessVersion:    "test",
+		Started:           r.Started,
+	}
+	report := types.Report{SuiteDescription: "CCM conformance: " + r.Provider, StartTime: r.Started, EndTime: r.Started.Add(r.Duration), RunTime: r.Duration}
+	res := &runner.Result{}
+	for _, s := range r.Specs {
+		state := s.State
+		if state == 0 {
+			state = types.SpecStatePassed
+		}
+		sr := types.SpecReport{
+			ContainerHierarchyTexts:  []string{"[" + s.Suite + "]"},
+			ContainerHierarchyLabels: [][]string{nil},
+			LeafNodeType:             types.NodeTypeIt,
+			LeafNodeText:             s.Text,
+			LeafNodeLabels:           s.Labels,
+			State:                    state,
+			StartTime:                r.Started,
+			EndTime:                  r.Started.Add(time.Second),
+			RunTime:                  time.Second,
+		}
+		for name, d := range s.Latencies {
+			sr.ReportEntries = append(sr.ReportEntries, types.ReportEntry{Name: name, Value: types.WrapEntryValue(d)})
+		}
+		switch {
+		case state == types.SpecStatePassed:
+			res.Passed++
+		case state == types.SpecStateSkipped:
+			res.Skipped++
+		case state.Is(types.SpecStateFailureStates):
+			res.Failed++
+			msg := s.Failure
+			if msg == "" {
+				msg = "failed"
+			}
+			sr.Failure = types.Failure{Message: msg}
+		}
+		report.SpecReports = append(report.SpecReports, sr)
+	}
+	if errors.Is(r.Err, runner.ErrInterrupted) {
+		res.Interrupted = true
+	}
+	if r.Err != nil && len(r.Specs) == 0 {
+		res = nil
+	}
+	o := prow.NewObserver(dir, prow.WithClock(func() time.Time { return r.Started.Add(r.Duration) }))
+	if err := o.RunStarted(info); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.RunFinished(info, report, res, r.Err); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Publish writes r into a temporary run directory and publishes it to st.
+func Publish(t testing.TB, st *store.Store, r Run) store.Build {
+	t.Helper()
+	dir := t.TempDir()
+	WriteRunDir(t, dir, r)
+	b, err := st.Publish(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("publishing: %v", err)
+	}
+	return b
+}
+
+// FakeGCS starts a GCS emulator on loopback with the bucket, points the Go
+// storage client at it (STORAGE_EMULATOR_HOST, so the test must not be
+// parallel), and returns the bucket's gs:// URL. The emulator stops when
+// the test ends.
+func FakeGCS(t testing.TB, bucket string) string {
+	t.Helper()
+	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		Scheme: "http",
+		Host:   "127.0.0.1",
+		// The Go client reads objects through the XML API at
+		// STORAGE_EMULATOR_HOST; the emulator serves that API on its
+		// public host only.
+		PublicHost: "127.0.0.1",
+		Writer:     discard{},
+	})
+	if err != nil {
+		t.Fatalf("starting fake-gcs-server: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(srv.URL(), "http://"))
+	return "gs://" + bucket
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
