@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -59,6 +60,19 @@ type Profile struct {
 type CCM struct {
 	// Binary runs the CCM as a local process that the harness starts.
 	Binary *BinaryCCM `json:"binary,omitempty"`
+	// Deployed is a CCM already running in the cluster under test (as a
+	// DaemonSet or Deployment); the harness only reads its logs.
+	Deployed *DeployedCCM `json:"deployed,omitempty"`
+}
+
+// DeployedCCM locates a CCM that runs in the cluster.
+type DeployedCCM struct {
+	// Namespace of the CCM's pods. Default kube-system.
+	Namespace string `json:"namespace,omitempty"`
+	// LabelSelector selects the CCM's pods, e.g. "k8s-app=cloud-controller-manager".
+	LabelSelector string `json:"labelSelector"`
+	// Container whose log is read; default the pod's first container.
+	Container string `json:"container,omitempty"`
 }
 
 // BinaryCCM is a CCM started from an executable on this machine.
@@ -251,8 +265,21 @@ func (p *Profile) Validate() field.ErrorList {
 
 func (c *CCM) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if c.Binary == nil {
-		return append(errs, field.Required(path.Child("binary"), "how to run the CCM under test"))
+	switch {
+	case c.Binary == nil && c.Deployed == nil:
+		return append(errs, field.Required(path.Child("binary"), "how to run the CCM under test (or ccm.deployed for one already in the cluster)"))
+	case c.Binary != nil && c.Deployed != nil:
+		return append(errs, field.Forbidden(path.Child("deployed"), "ccm.binary and ccm.deployed are exclusive"))
+	case c.Deployed != nil:
+		if c.Deployed.Namespace == "" {
+			c.Deployed.Namespace = "kube-system"
+		}
+		if c.Deployed.LabelSelector == "" {
+			errs = append(errs, field.Required(path.Child("deployed", "labelSelector"), "selects the CCM's pods, e.g. k8s-app=cloud-controller-manager"))
+		} else if _, err := labels.Parse(c.Deployed.LabelSelector); err != nil {
+			errs = append(errs, field.Invalid(path.Child("deployed", "labelSelector"), c.Deployed.LabelSelector, err.Error()))
+		}
+		return errs
 	}
 	bpath := path.Child("binary")
 	if c.Binary.Path == "" {

@@ -24,6 +24,11 @@ func TestLoadValid(t *testing.T) {
 				t.Errorf("cloudDriver = %+v, want nil", p.CloudDriver)
 			}
 		}},
+		{"valid-deployed.yaml", func(t *testing.T, p *Profile) {
+			if p.CCM.Deployed == nil || p.CCM.Deployed.Namespace != "kube-system" {
+				t.Errorf("deployed CCM = %+v, want namespace defaulted to kube-system", p.CCM.Deployed)
+			}
+		}},
 		{"valid-full.yaml", func(t *testing.T, p *Profile) {
 			if got := p.Timeout(NodeInitialize); got != 30*time.Second {
 				t.Errorf("nodeInitialize = %s, want 30s", got)
@@ -66,6 +71,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-no-ccm.yaml", []string{"ccm.binary: Required value"}},
 		{"invalid-wrong-type.yaml", []string{"cluster.nodes", "string"}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
+		{"invalid-both-ccms.yaml", []string{"ccm.deployed", "exclusive"}},
 		{"invalid-not-yaml.yaml", []string{"not valid YAML"}},
 		{"invalid-wrong-apiversion.yaml", []string{"apiVersion", "ccm-conformance.dev/v1alpha1"}},
 	}

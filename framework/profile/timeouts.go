@@ -51,23 +51,39 @@ const (
 	RouteSync TimeoutName = "routeSync"
 	// CloudDriverCall bounds one call of the cloud driver.
 	CloudDriverCall TimeoutName = "cloudDriverCall"
+	// LeaderElectionLease is the lease duration the leader migration specs
+	// give the CCMs they start (--leader-elect-lease-duration); the renew
+	// deadline and retry period are derived from it. Short leases make
+	// handovers fast, but every process must renew within two thirds of one.
+	LeaderElectionLease TimeoutName = "leaderElectionLease"
+	// LeaderMigrationHold is how long a CCM that must keep away from the
+	// migrated controllers (another manager holds the migration lease, or
+	// the configuration gives them to kube-controller-manager) is watched.
+	LeaderMigrationHold TimeoutName = "leaderMigrationHold"
+	// LeaderMigrationHandover bounds the wait for a CCM to take a migration
+	// lease whose holder stopped and to start the migrated controllers: a
+	// lease duration, a retry period, and the controllers' start.
+	LeaderMigrationHandover TimeoutName = "leaderMigrationHandover"
 )
 
 var timeoutDefaults = map[TimeoutName]time.Duration{
-	PollInterval:       2 * time.Second,
-	CCMReady:           2 * time.Minute,
-	NodeInitialize:     5 * time.Minute,
-	NodeAddressUpdate:  6 * time.Minute,
-	NodeIPRejection:    1 * time.Minute,
-	NodeDeletion:       5 * time.Minute,
-	NodeShutdown:       5 * time.Minute,
-	LoadBalancerCreate: 15 * time.Minute,
-	LoadBalancerUpdate: 10 * time.Minute,
-	LoadBalancerDelete: 10 * time.Minute,
-	LoadBalancerIgnore: 1 * time.Minute,
-	NodeKeep:           2 * time.Minute,
-	RouteSync:          5 * time.Minute,
-	CloudDriverCall:    30 * time.Second,
+	PollInterval:            2 * time.Second,
+	CCMReady:                2 * time.Minute,
+	NodeInitialize:          5 * time.Minute,
+	NodeAddressUpdate:       6 * time.Minute,
+	NodeIPRejection:         1 * time.Minute,
+	NodeDeletion:            5 * time.Minute,
+	NodeShutdown:            5 * time.Minute,
+	LoadBalancerCreate:      15 * time.Minute,
+	LoadBalancerUpdate:      10 * time.Minute,
+	LoadBalancerDelete:      10 * time.Minute,
+	LoadBalancerIgnore:      1 * time.Minute,
+	NodeKeep:                2 * time.Minute,
+	RouteSync:               5 * time.Minute,
+	CloudDriverCall:         30 * time.Second,
+	LeaderElectionLease:     15 * time.Second, // upstream's default for controller managers
+	LeaderMigrationHold:     1 * time.Minute,
+	LeaderMigrationHandover: 1 * time.Minute,
 }
 
 // Timeouts maps timeout names to Go durations ("90s", "2m").

@@ -92,6 +92,7 @@ type run struct {
 	client    kubernetes.Interface
 	driver    *clouddriver.Driver
 	ccm       *mainCCM
+	deployed  *ccm.Deployed
 	machines  *framework.Machines
 	kubelets  *nodes.Pool
 	instances []string
@@ -132,7 +133,6 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		Provider:       r.profile.Name,
 		ProfilePath:    r.profile.Path,
 		Backend:        "local",
-		CCMBinary:      r.profile.ResolvePath(r.profile.CCM.Binary.Path),
 		HarnessVersion: opts.HarnessVersion,
 		LabelFilter:    opts.LabelFilter,
 		Started:        time.Now(),
@@ -140,7 +140,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if opts.Kubeconfig != "" {
 		r.info.Backend = "kubeconfig"
 	}
-	r.info.CCMDigest, _ = fileDigest(r.info.CCMBinary)
+	if b := r.profile.CCM.Binary; b != nil {
+		r.info.CCMBinary = r.profile.ResolvePath(b.Path)
+		r.info.CCMDigest, _ = fileDigest(r.info.CCMBinary)
+	}
 	for _, o := range opts.Observers {
 		if oerr := o.RunStarted(r.info); oerr != nil {
 			return nil, &SetupError{Step: "reports", Err: oerr}
@@ -194,9 +197,13 @@ func (r *run) checkInput() error {
 			return &InputError{fmt.Errorf("--label-filter %q: %s", r.opts.LabelFilter, labelFilterError(err))}
 		}
 	}
-	ccmPath := p.ResolvePath(p.CCM.Binary.Path)
-	if err := checkExecutable(ccmPath); err != nil {
-		return &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
+	if b := p.CCM.Binary; b != nil {
+		if err := checkExecutable(p.ResolvePath(b.Path)); err != nil {
+			return &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
+		}
+	}
+	if p.CCM.Deployed != nil && r.opts.Kubeconfig == "" {
+		return &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster; pass that cluster with --kubeconfig", p.Path)}
 	}
 	for i, s := range p.Services {
 		if err := checkExecutable(p.ResolvePath(s.Command[0])); err != nil {
@@ -389,6 +396,14 @@ func (r *run) startService(ctx context.Context, s profile.Service) error {
 }
 
 func (r *run) startCCM(ctx context.Context) error {
+	if d := r.profile.CCM.Deployed; d != nil {
+		r.deployed = &ccm.Deployed{Client: r.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container}
+		if err := r.deployed.WaitReady(ctx); err != nil {
+			return &SetupError{Step: "ccm", Err: err}
+		}
+		r.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
+		return nil
+	}
 	p, err := r.startCCMInstance(ctx, "", nil)
 	if err != nil {
 		return &SetupError{Step: "ccm", Err: err}
@@ -535,6 +550,9 @@ func (r *run) framework() *framework.Framework {
 	if r.ccm != nil {
 		f.CCM = r.ccm
 		f.CCMInstances = ccmInstances{r}
+	}
+	if r.deployed != nil {
+		f.CCM = r.deployed
 	}
 	f.ClusterCIDRs = r.profile.Cluster.ClusterCIDRs
 	if r.cluster != nil {

@@ -1,0 +1,68 @@
+package ccm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Deployed is a CCM that already runs in the cluster under test. The
+// harness does not start or stop it; it reads its pods' logs.
+type Deployed struct {
+	Client        kubernetes.Interface
+	Namespace     string
+	LabelSelector string
+	Container     string
+}
+
+// Pods lists the CCM's pods.
+func (d *Deployed) Pods(ctx context.Context) ([]corev1.Pod, error) {
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: d.LabelSelector})
+	if err != nil {
+		return nil, fmt.Errorf("listing CCM pods %q in %s: %w", d.LabelSelector, d.Namespace, err)
+	}
+	return pods.Items, nil
+}
+
+// WaitReady checks that at least one pod of the CCM runs.
+func (d *Deployed) WaitReady(ctx context.Context) error {
+	pods, err := d.Pods(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			return nil
+		}
+	}
+	return fmt.Errorf("no running pod of the CCM in namespace %s matches %q (found %d pods)", d.Namespace, d.LabelSelector, len(pods))
+}
+
+// Log returns the logs of every CCM pod, each headed by the pod's name.
+func (d *Deployed) Log(ctx context.Context) (string, error) {
+	pods, err := d.Pods(ctx)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range pods {
+		opts := &corev1.PodLogOptions{Container: d.Container}
+		stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
+		if err != nil {
+			fmt.Fprintf(&b, "== %s: log unavailable: %v\n", p.Name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "== %s\n", p.Name)
+		_, err = io.Copy(&b, io.LimitReader(stream, 16<<20))
+		stream.Close()
+		if err != nil {
+			fmt.Fprintf(&b, "\n== %s: log cut short: %v\n", p.Name, err)
+		}
+	}
+	return b.String(), nil
+}
