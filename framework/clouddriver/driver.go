@@ -295,3 +295,23 @@ func (d *Driver) ClearFaults(ctx context.Context) error {
 func (d *Driver) DeleteRoute(ctx context.Context, name string) error {
 	return d.call(ctx, VerbRouteDelete, byName{name}, &struct{}{})
 }
+
+// ListCalls returns the calls the cloud logged after sequence number after
+// (0: from the start of its log), only those of the given operations when
+// any are given, and the sequence number of the newest call it has logged,
+// which a later ListCalls can pass as after. Calls the driver made itself
+// are left out.
+func (d *Driver) ListCalls(ctx context.Context, after int64, operations ...string) ([]Call, int64, error) {
+	req := struct {
+		After      int64    `json:"after"`
+		Operations []string `json:"operations,omitempty"`
+	}{after, operations}
+	var resp struct {
+		Calls []Call `json:"calls"`
+		Last  int64  `json:"last"`
+	}
+	if err := d.call(ctx, VerbCallsList, req, &resp); err != nil {
+		return nil, 0, err
+	}
+	return resp.Calls, resp.Last, nil
+}

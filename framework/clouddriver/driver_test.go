@@ -3,6 +3,7 @@ package clouddriver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ func fakeDriver(t *testing.T, body string) []string {
 	t.Helper()
 	script := `#!/bin/sh
 if [ "$1" = info ]; then
-  echo '{"protocolVersion":"v1","provider":"fake","verbs":["instances list","instance get","instance delete","loadbalancer get"]}'
+  echo '{"protocolVersion":"v1","provider":"fake","verbs":["instances list","instance get","instance delete","loadbalancer get","calls list"]}'
   exit 0
 fi
 ` + body
@@ -90,6 +91,17 @@ func TestDriverAnswers(t *testing.T) {
 			call:      func(ctx context.Context, d *Driver) error { return d.StopInstance(ctx, "n1") },
 			wantErr:   []string{`does not implement "instance stop"`},
 			unsupport: true,
+		},
+		{
+			name: "call log: after and operations go in, calls and last come out",
+			body: `req=$(cat); case "$req" in *'"after":7,"operations":["CreateRoute"]'*) echo '{"calls":[{"seq":9,"time":"2026-01-02T03:04:05Z","operation":"CreateRoute","caller":"ccm-a"}],"last":12}';; *) echo "got $req" >&2; exit 1;; esac`,
+			call: func(ctx context.Context, d *Driver) error {
+				calls, last, err := d.ListCalls(ctx, 7, OpCreateRoute)
+				if err == nil && (len(calls) != 1 || calls[0].Seq != 9 || calls[0].Caller != "ccm-a" || calls[0].Time.IsZero() || last != 12) {
+					return fmt.Errorf("wrong decode: %+v, last %d", calls, last)
+				}
+				return err
+			},
 		},
 		{
 			name: "request arrives on stdin",

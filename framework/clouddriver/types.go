@@ -1,5 +1,7 @@
 package clouddriver
 
+import "time"
+
 // ProtocolVersion is the cloud-driver protocol this harness speaks.
 const ProtocolVersion = "v1"
 
@@ -22,6 +24,7 @@ const (
 	VerbRouteDelete          Verb = "route delete"
 	VerbFaultInject          Verb = "fault inject"
 	VerbFaultClear           Verb = "fault clear"
+	VerbCallsList            Verb = "calls list"
 )
 
 // Fault targets for VerbFaultInject.
@@ -30,6 +33,35 @@ const (
 	FaultTargetLoadBalancers = "loadbalancers"
 	FaultTargetRoutes        = "routes"
 )
+
+// Operations of the cloud's call log (VerbCallsList) that change load
+// balancers or routes, named after the cloudprovider method that makes them.
+// A driver may list other calls under names of its own choosing.
+const (
+	// OpEnsureLoadBalancer creates or changes a load balancer
+	// (EnsureLoadBalancer or UpdateLoadBalancer).
+	OpEnsureLoadBalancer = "EnsureLoadBalancer"
+	// OpEnsureLoadBalancerDeleted deletes a load balancer.
+	OpEnsureLoadBalancerDeleted = "EnsureLoadBalancerDeleted"
+	// OpCreateRoute creates a route.
+	OpCreateRoute = "CreateRoute"
+	// OpDeleteRoute deletes a route.
+	OpDeleteRoute = "DeleteRoute"
+)
+
+// Call is one call the CCM made to the cloud's API, as the cloud logged it.
+type Call struct {
+	// Seq orders the calls: a later call has a larger Seq.
+	Seq int64 `json:"seq"`
+	// Time is when the cloud answered, by the cloud's clock.
+	Time time.Time `json:"time"`
+	// Operation is one of the Op constants, or a name of the driver's.
+	Operation string `json:"operation"`
+	// Caller tells one CCM process from another; it is opaque.
+	Caller string `json:"caller"`
+	// Error is the error the cloud answered with, empty on success.
+	Error string `json:"error,omitempty"`
+}
 
 // Info is the driver's answer to the handshake.
 type Info struct {

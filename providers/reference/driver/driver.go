@@ -107,6 +107,7 @@ func verbNames() []string {
 		"loadbalancer get",
 		"routes list", "route create", "route delete",
 		"fault inject", "fault clear",
+		"calls list",
 	}
 }
 
@@ -127,6 +128,7 @@ func verbTable() map[string]verbFunc {
 		"route delete":           (*driver).deleteRoute,
 		"fault inject":           (*driver).injectFault,
 		"fault clear":            (*driver).clearFaults,
+		"calls list":             (*driver).listCalls,
 	}
 }
 

@@ -3,7 +3,9 @@ package driver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
@@ -353,4 +355,68 @@ func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
 		return nil, fmt.Errorf("clearing faults: %w", err)
 	}
 	return struct{}{}, nil
+}
+
+// ---- call log ----
+
+// Call is the protocol's Call object.
+type Call struct {
+	Seq       int64     `json:"seq"`
+	Time      time.Time `json:"time"`
+	Operation string    `json:"operation"`
+	Caller    string    `json:"caller"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// callOperations maps the cloud API operations that change load balancers
+// and routes to the protocol's names for them, which are the cloudprovider
+// methods behind them. Other operations keep the cloud's own names.
+func callOperations() map[string]string {
+	return map[string]string{
+		// EnsureLoadBalancer and UpdateLoadBalancer both send the whole
+		// desired load balancer.
+		cloudapi.OpLoadBalancerEnsure: "EnsureLoadBalancer",
+		cloudapi.OpLoadBalancerDelete: "EnsureLoadBalancerDeleted",
+		cloudapi.OpRouteCreate:        "CreateRoute",
+		cloudapi.OpRouteDelete:        "DeleteRoute",
+	}
+}
+
+// listCalls returns the cloud's call log after a sequence number, without
+// the driver's own calls, optionally only some operations.
+func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
+	req, err := decode[struct {
+		After      int64    `json:"after"`
+		Operations []string `json:"operations"`
+	}](request)
+	if err != nil {
+		return nil, err
+	}
+	if req.After < 0 {
+		return nil, fmt.Errorf("after %d: want 0 or a sequence number", req.After)
+	}
+	logged, err := d.client.Calls(ctx, req.After)
+	if err != nil {
+		return nil, fmt.Errorf("reading the call log: %w", err)
+	}
+	names := callOperations()
+	resp := struct {
+		Calls []Call `json:"calls"`
+		Last  int64  `json:"last"`
+	}{Calls: []Call{}, Last: req.After}
+	for _, c := range logged {
+		resp.Last = max(resp.Last, c.Seq)
+		if c.Caller == d.caller {
+			continue
+		}
+		op := c.Operation
+		if name, ok := names[op]; ok {
+			op = name
+		}
+		if len(req.Operations) > 0 && !slices.Contains(req.Operations, op) {
+			continue
+		}
+		resp.Calls = append(resp.Calls, Call{Seq: c.Seq, Time: c.Time, Operation: op, Caller: c.Caller, Error: c.Error})
+	}
+	return resp, nil
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
@@ -36,7 +37,8 @@ func TestBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: cloudapi.NewServer(cloudapi.Options{DisableDataPath: true}).Handler()}
+	logTime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	srv := &http.Server{Handler: cloudapi.NewServer(cloudapi.Options{DisableDataPath: true, Now: func() time.Time { return logTime }}).Handler()}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	admin, err := cloudapi.NewClient(endpoint, "test")
@@ -62,7 +64,7 @@ func TestBinary(t *testing.T) {
 		wantErr  string // in stderr
 	}{
 		{name: "info", verb: "info", request: `{}`,
-			want: `{"protocolVersion":"v1","provider":"reference","verbs":["info","instances list","instance get","instance create","instance delete","instance stop","instance start","instance set-addresses","loadbalancer get","routes list","route create","route delete","fault inject","fault clear"]}`},
+			want: `{"protocolVersion":"v1","provider":"reference","verbs":["info","instances list","instance get","instance create","instance delete","instance stop","instance start","instance set-addresses","loadbalancer get","routes list","route create","route delete","fault inject","fault clear","calls list"]}`},
 		{name: "get before create", verb: "instance get", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
 		{name: "create", verb: "instance create", request: `{"name":"n1","zone":"","instanceType":"","ipFamilies":["IPv4","IPv6"],"futureField":1}`,
 			want: `{"instance":` + running + `}`},
@@ -86,6 +88,12 @@ func TestBinary(t *testing.T) {
 				return err
 			},
 			want: `{"loadBalancer":{"exists":true,"name":"a1b4e28ba2fa111d2883f0016d3cca42","ingress":[{"ip":"127.65.0.1"}],"ports":[{"protocol":"TCP","port":80,"nodePort":30080}],"backends":["n1"],"sourceRanges":["10.0.0.0/8"],"healthCheckNodePort":32000}}`},
+		// The admin client calls as "test", the driver as "cloud-driver":
+		// only the first shows in the call log the driver prints.
+		{name: "calls of one operation", verb: "calls list", request: `{"operations":["EnsureLoadBalancer"]}`,
+			want: `{"calls":[{"seq":14,"time":"2026-01-02T03:04:05Z","operation":"EnsureLoadBalancer","caller":"test"}],"last":15}`},
+		{name: "no calls after the last", verb: "calls list", request: `{"after":15}`, want: `{"calls":[],"last":15}`},
+		{name: "negative after", verb: "calls list", request: `{"after":-1}`, wantExit: 1, wantErr: "after -1"},
 		{name: "load balancer without uid", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web"}`, wantExit: 1, wantErr: "uid"},
 		{name: "no routes", verb: "routes list", request: `{}`, want: `{"routes":[]}`},
 		{name: "create route", verb: "route create", request: `{"nodeName":"n1","destinationCIDR":"10.244.9.0/24"}`,
