@@ -16,6 +16,8 @@ import (
 // Run is one published run as the LKG rules and the dashboard read it.
 type Run struct {
 	Build
+	// Location is where the build is (Store.Location of its prefix).
+	Location string `json:"location"`
 	// Provider is the job's provider (ProviderOf), which is what runs are
 	// grouped by; the provider finished.json names is in Metadata.
 	Provider string    `json:"provider"`
@@ -64,7 +66,7 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // an unparsable one is a *RecordError.
 func (s *Store) ReadRun(ctx context.Context, b Build) (*Run, error) {
 	provider, _ := ProviderOf(b.Job)
-	r := &Run{Build: b, Provider: provider}
+	r := &Run{Build: b, Provider: provider, Location: s.Location(b.Prefix())}
 
 	data, err := s.ReadFile(ctx, b, prow.StartedFile)
 	if err != nil {

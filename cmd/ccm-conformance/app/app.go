@@ -70,6 +70,8 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newListCommand(stdout),
 		newValidateCommand(stdout),
 		newValidateArtifactsCommand(stdout),
+		newPublishCommand(stdout),
+		newLKGCommand(stdout, stderr),
 		newClusterCommand(stdout, stderr),
 		newVersionCommand(stdout),
 	)

@@ -1,0 +1,242 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/store"
+	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
+)
+
+// seedStore publishes runs into a new store at url: a green provider (three
+// passing runs and one whose finished.json is truncated afterwards), a
+// flaky one, a red one, a stale one (green, but 100 hours ago) and one
+// tested on another Kubernetes version only. It returns the path of the
+// corrupt record when the store is a directory.
+func seedStore(t *testing.T, url string) (corrupt string) {
+	t.Helper()
+	st, err := store.Open(context.Background(), url, store.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().Truncate(time.Second)
+	seed := func(provider, version string, ago time.Duration, pass bool) store.Build {
+		state := types.SpecStatePassed
+		if !pass {
+			state = types.SpecStateFailed
+		}
+		return storetest.Publish(t, st, storetest.Run{
+			Provider: provider, KubernetesVersion: version, KubernetesCommit: "0123456789abcdef", CCMDigest: "sha256:" + provider,
+			Started: now.Add(-ago),
+			Specs: []storetest.Spec{
+				{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"InstancesV2", "ReleaseBlocking"}, State: state, Failure: "node ccm-node-1: expected zone a, saw b"},
+				{Suite: "loadbalancer", Text: "keeps the source IP", Labels: []string{"LoadBalancer"}, State: types.SpecStateFailed},
+			},
+		})
+	}
+	h := time.Hour
+	for i, pass := range []bool{true, true, true} {
+		seed("green", "v1.37.2", time.Duration(5-i)*h, pass)
+	}
+	broken := seed("green", "v1.37.2", h, true)
+	for i, pass := range []bool{true, false, true, true} {
+		seed("flaky", "v1.37.2", time.Duration(5-i)*h, pass)
+	}
+	seed("red", "v1.37.2", 2*h, false)
+	seed("red", "v1.37.2", h, false)
+	for i := 0; i < 3; i++ {
+		seed("stale", "v1.37.2", time.Duration(102-i)*h, true)
+	}
+	for i := 0; i < 3; i++ {
+		seed("old", "v1.36.5", time.Duration(3-i)*h, true)
+	}
+	if strings.Contains(url, "://") {
+		return ""
+	}
+	corrupt = filepath.Join(url, "logs", broken.Job, broken.ID, "finished.json")
+	if err := os.WriteFile(corrupt, []byte(`{"timestamp": 17`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return corrupt
+}
+
+type checkJSON struct {
+	KubernetesVersion string `json:"kubernetesVersion"`
+	OK                bool   `json:"ok"`
+	Providers         []struct {
+		Provider string `json:"provider"`
+		Status   string `json:"status"`
+		Reason   string `json:"reason"`
+		LKG      *struct {
+			CCMDigest string `json:"ccmDigest"`
+			Streak    int    `json:"streak"`
+		} `json:"lkg"`
+	} `json:"providers"`
+	Problems []struct {
+		Path  string `json:"path"`
+		Error string `json:"error"`
+	} `json:"problems"`
+}
+
+func TestLKGCommands(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results")
+	corrupt := seedStore(t, dir)
+
+	t.Run("show", func(t *testing.T) {
+		res := runHarness(t, nil, "lkg", "show", "--store", dir)
+		if res.code != 0 {
+			t.Fatalf("exit %d: %s", res.code, res.stderr)
+		}
+		for _, want := range []string{"green", "flaky", "red", "stale is stale", "sha256:green"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("show does not say %q:\n%s", want, res.stdout)
+			}
+		}
+		if !strings.Contains(res.stderr, "skipped "+corrupt) {
+			t.Errorf("the corrupt record is not reported with its path %s:\n%s", corrupt, res.stderr)
+		}
+	})
+
+	t.Run("show json", func(t *testing.T) {
+		res := runHarness(t, nil, "lkg", "show", "--store", "file://"+dir, "--provider", "green", "--output", "json")
+		if res.code != 0 {
+			t.Fatalf("exit %d: %s", res.code, res.stderr)
+		}
+		var rep struct {
+			Providers []struct {
+				Provider string
+				Stale    bool
+				LKG      *struct{ CCMDigest, State string }
+			}
+			Problems []struct{ Path string }
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+			t.Fatalf("%v:\n%s", err, res.stdout)
+		}
+		if len(rep.Providers) != 1 || rep.Providers[0].LKG == nil || rep.Providers[0].LKG.CCMDigest != "sha256:green" || rep.Providers[0].LKG.State != "green" {
+			t.Errorf("providers %+v", rep.Providers)
+		}
+		if len(rep.Problems) != 1 || rep.Problems[0].Path != corrupt {
+			t.Errorf("problems %+v, want %s", rep.Problems, corrupt)
+		}
+	})
+
+	t.Run("check", func(t *testing.T) {
+		tests := []struct {
+			name string
+			args []string
+			code int
+			want map[string]string // provider: status
+		}{
+			{"green provider", []string{"--providers", "green"}, 0, map[string]string{"green": "green"}},
+			{"version without v", []string{"--providers", "green,old", "--kubernetes", "1.36.5"}, 1, map[string]string{"green": "untested", "old": "green"}},
+			{"every provider", nil, 1, map[string]string{"green": "green", "flaky": "flaky", "red": "red", "stale": "stale", "old": "untested"}},
+			{"a provider with no runs", []string{"--providers", "green,absent"}, 1, map[string]string{"green": "green", "absent": "untested"}},
+			{"a longer stale-after", []string{"--providers", "stale", "--stale-after", "200h"}, 0, map[string]string{"stale": "green"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				args := append([]string{"lkg", "check", "--store", dir, "--kubernetes", "v1.37.2", "--output", "json"}, tt.args...)
+				res := runHarness(t, nil, args...)
+				if res.code != tt.code {
+					t.Errorf("exit %d, want %d; stderr:\n%s", res.code, tt.code, res.stderr)
+				}
+				var c checkJSON
+				if err := json.Unmarshal([]byte(res.stdout), &c); err != nil {
+					t.Fatalf("%v:\n%s", err, res.stdout)
+				}
+				if c.OK != (tt.code == 0) {
+					t.Errorf("ok %v with exit %d", c.OK, res.code)
+				}
+				got := map[string]string{}
+				for _, p := range c.Providers {
+					got[p.Provider] = p.Status
+					if p.Status != "green" && !strings.Contains(res.stderr, p.Provider+" ("+p.Status+")") {
+						t.Errorf("stderr does not name %s as %s:\n%s", p.Provider, p.Status, res.stderr)
+					}
+				}
+				for p, s := range tt.want {
+					if got[p] != s {
+						t.Errorf("%s: %q, want %q (all: %v)", p, got[p], s, got)
+					}
+				}
+				if len(got) != len(tt.want) {
+					t.Errorf("providers %v, want %v", got, tt.want)
+				}
+			})
+		}
+	})
+
+	t.Run("check table", func(t *testing.T) {
+		res := runHarness(t, nil, "lkg", "check", "--store", dir, "--kubernetes", "v1.37.2", "--providers", "green,flaky")
+		if res.code != 1 {
+			t.Errorf("exit %d, want 1", res.code)
+		}
+		for _, want := range []string{"PROVIDER", "green", "flaky", "passed 3 and failed 1 of 4 runs", "1 of 2 provider(s) green"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("table lacks %q:\n%s", want, res.stdout)
+			}
+		}
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, tt := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"lkg", "check", "--store", dir, "--kubernetes", "latest"}, "--kubernetes"},
+			{[]string{"lkg", "check", "--store", dir}, "kubernetes"},
+			{[]string{"lkg", "show", "--store", dir, "--output", "xml"}, "--output"},
+			{[]string{"lkg", "show", "--store", filepath.Join(dir, "nope")}, "--store"},
+			{[]string{"lkg", "show", "--store", "ftp://x"}, "--store"},
+			{[]string{"publish", "--store", dir, filepath.Join(repoRoot(), "reports", "prow", "testdata", "invalid-no-junit")}, "no junit file"},
+		} {
+			res := runHarness(t, nil, tt.args...)
+			if res.code != 2 {
+				t.Errorf("%v: exit %d, want 2; stderr %s", tt.args, res.code, res.stderr)
+			}
+			oneLine(t, res.stderr)
+			if !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("%v: stderr %q does not name %s", tt.args, res.stderr, tt.want)
+			}
+		}
+		if res := runHarness(t, nil, "lkg", "show", "--store", dir, "--provider", "absent"); res.code != 1 {
+			t.Errorf("show of a provider with no runs: exit %d, want 1", res.code)
+		}
+	})
+}
+
+// publish puts a run directory into a gs:// store (a GCS emulator the test
+// starts), and lkg reads it back from there.
+func TestPublishToGCS(t *testing.T) {
+	url := storetest.FakeGCS(t, "ccm-results") + "/ci"
+	var builds []string
+	for i := 0; i < 3; i++ {
+		run := t.TempDir()
+		storetest.WriteRunDir(t, run, storetest.Run{
+			Provider: "reference", KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:ref",
+			Started: time.Now().Add(-time.Duration(3-i) * time.Hour).Truncate(time.Second),
+			Specs:   []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"ReleaseBlocking"}}},
+		})
+		res := runHarness(t, nil, "publish", "--store", url, run)
+		if res.code != 0 {
+			t.Fatalf("publish: exit %d: %s", res.code, res.stderr)
+		}
+		if !strings.Contains(res.stdout, "gs://ccm-results/ci/logs/ccm-conformance-reference/") {
+			t.Errorf("publish does not say where: %s", res.stdout)
+		}
+		builds = append(builds, res.stdout)
+	}
+	res := runHarness(t, nil, "lkg", "check", "--store", url, "--kubernetes", "v1.37.2")
+	if res.code != 0 {
+		t.Errorf("lkg check on gs://: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}

@@ -1,0 +1,143 @@
+package lkg
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/store"
+)
+
+// Status is a provider's standing for one Kubernetes version.
+type Status string
+
+const (
+	// StatusGreen: a green pair for the version, and a fresh newest run.
+	StatusGreen Status = "green"
+	// StatusStale: the provider's newest run is older than StaleAfter
+	// (even when it has a green pair: the release team wants a live
+	// signal).
+	StatusStale Status = "stale"
+	// StatusFlaky: no green pair; the version's newest pair is flaky.
+	StatusFlaky Status = "flaky"
+	// StatusRed: no green pair; the version's newest pair is red.
+	StatusRed Status = "red"
+	// StatusPending: no green pair; the version's newest pair has passed,
+	// but fewer times than the streak asks.
+	StatusPending Status = "pending"
+	// StatusUntested: no run of the version (or of the provider) at all.
+	StatusUntested Status = "untested"
+)
+
+// ProviderCheck is one provider's answer to Check.
+type ProviderCheck struct {
+	Provider string `json:"provider"`
+	Status   Status `json:"status"`
+	// Reason says why, in a sentence.
+	Reason string `json:"reason"`
+	// LKG is the provider's newest green pair for the version, if any.
+	LKG *PairStatus `json:"lkg,omitempty"`
+	// LastRun is when the provider's newest run (any version) finished.
+	LastRun *time.Time `json:"lastRun,omitempty"`
+}
+
+// CheckReport is the answer to "may this Kubernetes version be released
+// as far as these providers are concerned?".
+type CheckReport struct {
+	KubernetesVersion string          `json:"kubernetesVersion"`
+	OK                bool            `json:"ok"`
+	GeneratedAt       time.Time       `json:"generatedAt"`
+	StaleAfter        string          `json:"staleAfter"`
+	Providers         []ProviderCheck `json:"providers"`
+	Problems          []store.Problem `json:"problems"`
+}
+
+// NormalizeVersion writes a Kubernetes version as its git version does
+// ("1.37.2" becomes "v1.37.2").
+func NormalizeVersion(v string) string {
+	v = strings.TrimSpace(v)
+	if v != "" && !strings.HasPrefix(v, "v") {
+		v = "v" + v
+	}
+	return v
+}
+
+// Check says, for each provider (every provider in the report when none is
+// named), whether it has a green last-known-good pair for the Kubernetes
+// version. OK is true only when every one is green.
+func (r *Report) Check(version string, providers []string) *CheckReport {
+	version = NormalizeVersion(version)
+	out := &CheckReport{KubernetesVersion: version, OK: true, GeneratedAt: r.GeneratedAt, StaleAfter: r.StaleAfter, Providers: []ProviderCheck{}, Problems: r.Problems}
+	if len(providers) == 0 {
+		for _, p := range r.Providers {
+			providers = append(providers, p.Provider)
+		}
+	}
+	for _, name := range providers {
+		c := r.checkOne(version, name)
+		if c.Status != StatusGreen {
+			out.OK = false
+		}
+		out.Providers = append(out.Providers, c)
+	}
+	if len(out.Providers) == 0 {
+		out.OK = false
+	}
+	return out
+}
+
+func (r *Report) checkOne(version, name string) ProviderCheck {
+	c := ProviderCheck{Provider: name}
+	ps := r.Provider(name)
+	if ps == nil {
+		c.Status, c.Reason = StatusUntested, "no readable run in the store"
+		return c
+	}
+	last := ps.LastRun
+	c.LastRun = &last
+	var forVersion []PairStatus
+	for _, p := range ps.Pairs {
+		if p.KubernetesVersion == version {
+			forVersion = append(forVersion, p)
+		}
+	}
+	for i := range forVersion {
+		if forVersion[i].State == PairGreen {
+			lkg := forVersion[i]
+			c.LKG = &lkg
+			break
+		}
+	}
+	age := fmt.Sprintf("%.0fh", r.GeneratedAt.Sub(ps.LastRun).Hours())
+	switch {
+	case len(forVersion) == 0:
+		c.Status, c.Reason = StatusUntested, fmt.Sprintf("no judged run of Kubernetes %s", version)
+		if len(ps.Pairs) > 0 {
+			c.Reason += fmt.Sprintf(" (newest pair: %s)", ps.Pairs[0].Pair)
+		}
+	case ps.Stale:
+		c.Status, c.Reason = StatusStale, fmt.Sprintf("newest run finished %s, %s ago (limit %s)", ps.LastRun.UTC().Format(time.RFC3339), age, r.StaleAfter)
+		if c.LKG != nil {
+			c.Reason += "; last-known-good " + c.LKG.Pair.String()
+		}
+	case c.LKG != nil:
+		c.Status, c.Reason = StatusGreen, fmt.Sprintf("last-known-good %s: %d consecutive passing runs, newest %s", c.LKG.Pair, c.LKG.Streak, c.LKG.LastRun.UTC().Format(time.RFC3339))
+	default:
+		newest := forVersion[0]
+		switch newest.State {
+		case PairFlaky:
+			c.Status = StatusFlaky
+			c.Reason = fmt.Sprintf("%s passed %d and failed %d of %d runs", newest.Pair, newest.Passes, newest.Failures, newest.Runs)
+		case PairRed:
+			c.Status = StatusRed
+			c.Reason = fmt.Sprintf("%s failed %d of %d runs", newest.Pair, newest.Failures, newest.Runs)
+		default:
+			c.Status = StatusPending
+			c.Reason = fmt.Sprintf("%s passed %d consecutive runs of the %d needed", newest.Pair, newest.Streak, r.Streak)
+		}
+		if len(newest.FailedSpecs) > 0 {
+			c.Reason += "; failing: " + strings.Join(newest.FailedSpecs, "; ")
+		}
+	}
+	return c
+}

@@ -1,0 +1,345 @@
+// Package lkg applies the last-known-good rules to the runs of a results
+// store: which (Kubernetes version and commit, CCM digest) pair of each
+// provider is known good, which pairs are flaky or red, and which providers
+// are stale. The rules are documented in docs/lkg.md.
+package lkg
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/store"
+)
+
+// Defaults of Config.
+const (
+	// ReleaseBlockingLabel is the ginkgo label of the specs the rules
+	// judge a run by.
+	ReleaseBlockingLabel = "ReleaseBlocking"
+	// DefaultStaleAfter is how old a provider's newest run may be.
+	DefaultStaleAfter = 72 * time.Hour
+	// DefaultStreak is how many passing runs make a pair good.
+	DefaultStreak = 3
+)
+
+// Config holds the rules' parameters.
+type Config struct {
+	// Now is the clock staleness is measured with. Default time.Now.
+	Now func() time.Time
+	// StaleAfter: a provider whose newest run finished longer ago is
+	// stale. Default DefaultStaleAfter.
+	StaleAfter time.Duration
+	// Streak is how many consecutive passing runs of a pair, and no failing
+	// one, make it good. Default DefaultStreak.
+	Streak int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.StaleAfter <= 0 {
+		c.StaleAfter = DefaultStaleAfter
+	}
+	if c.Streak <= 0 {
+		c.Streak = DefaultStreak
+	}
+	return c
+}
+
+// Pair is what a run tested: a Kubernetes build and a CCM build.
+type Pair struct {
+	KubernetesVersion string `json:"kubernetesVersion"`
+	KubernetesCommit  string `json:"kubernetesCommit"`
+	CCMDigest         string `json:"ccmDigest"`
+}
+
+// Complete reports whether the run got far enough to know its pair.
+func (p Pair) Complete() bool { return p.KubernetesVersion != "" && p.CCMDigest != "" }
+
+func (p Pair) String() string {
+	return fmt.Sprintf("Kubernetes %s (%s), CCM %s", p.KubernetesVersion, short(p.KubernetesCommit, 9), short(p.CCMDigest, 19))
+}
+
+func short(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Verdict is what one run says about its pair.
+type Verdict string
+
+const (
+	// VerdictPass: the run's release-blocking specs ran and passed.
+	VerdictPass Verdict = "pass"
+	// VerdictFail: a release-blocking spec or the harness failed.
+	VerdictFail Verdict = "fail"
+	// VerdictNone: the run says nothing (interrupted, or no
+	// release-blocking spec ran); it neither counts nor breaks a streak.
+	VerdictNone Verdict = "none"
+)
+
+// RunVerdict is one run as the rules see it.
+type RunVerdict struct {
+	store.Build
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Pair     Pair      `json:"pair"`
+	Verdict  Verdict   `json:"verdict"`
+	// Reason explains a fail or a none: the failing specs, the harness
+	// error, or why the run says nothing.
+	Reason string `json:"reason,omitempty"`
+	// Failed lists the failing release-blocking specs.
+	Failed []string `json:"failed,omitempty"`
+}
+
+// Judge gives a run's verdict. The release-blocking specs are those
+// labelled ReleaseBlockingLabel, or every spec when none is (a run of an
+// older suite set, or one narrowed by a label filter).
+func Judge(r *store.Run) RunVerdict {
+	v := RunVerdict{Build: r.Build, Started: r.Started, Finished: r.Finished, Pair: Pair{r.KubernetesVersion, r.KubernetesCommit, r.CCMDigest}}
+	switch {
+	case r.Result == prow.ResultAborted:
+		v.Verdict, v.Reason = VerdictNone, "interrupted"
+		return v
+	case r.Specs == nil:
+		v.Verdict, v.Reason = VerdictNone, "no "+prow.SpecsFile
+		return v
+	}
+	var blocking []prow.SpecRecord
+	for _, s := range r.Specs.Specs {
+		if s.HasLabel(ReleaseBlockingLabel) {
+			blocking = append(blocking, s)
+		}
+	}
+	if len(blocking) == 0 {
+		blocking = r.Specs.Specs
+	}
+	passed := 0
+	for _, s := range blocking {
+		switch {
+		case s.Failed():
+			v.Failed = append(v.Failed, s.Text)
+		case s.Passed():
+			passed++
+		}
+	}
+	// A failed suite-level node (BeforeSuite) fails the run, whatever its
+	// labels.
+	for _, s := range r.Specs.Specs {
+		if s.Node != "" && s.Failed() && !contains(v.Failed, s.Text) {
+			v.Failed = append(v.Failed, s.Text)
+		}
+	}
+	switch {
+	case r.Specs.HarnessError != "" && !r.Specs.Interrupted:
+		v.Verdict, v.Reason = VerdictFail, "harness error: "+firstLine(r.Specs.HarnessError)
+	case len(v.Failed) > 0:
+		v.Verdict, v.Reason = VerdictFail, fmt.Sprintf("%d release-blocking spec(s) failed: %s", len(v.Failed), strings.Join(v.Failed, "; "))
+	case r.Specs.Interrupted:
+		v.Verdict, v.Reason = VerdictNone, "interrupted"
+	case passed == 0:
+		v.Verdict, v.Reason = VerdictNone, "no release-blocking spec ran"
+	default:
+		v.Verdict = VerdictPass
+	}
+	return v
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// PairState is what a pair's runs add up to.
+type PairState string
+
+const (
+	// PairGreen: at least Streak consecutive passing runs and no failing
+	// one. Only a green pair can be last-known-good.
+	PairGreen PairState = "green"
+	// PairPending: passing runs only, fewer than Streak.
+	PairPending PairState = "pending"
+	// PairFlaky: both passing and failing runs; never last-known-good.
+	PairFlaky PairState = "flaky"
+	// PairRed: failing runs only.
+	PairRed PairState = "red"
+)
+
+// PairStatus is one pair of a provider with its runs added up.
+type PairStatus struct {
+	Pair
+	State    PairState `json:"state"`
+	Runs     int       `json:"runs"`
+	Passes   int       `json:"passes"`
+	Failures int       `json:"failures"`
+	// Streak is the longest run of consecutive passes.
+	Streak    int       `json:"streak"`
+	FirstRun  time.Time `json:"firstRun"`
+	LastRun   time.Time `json:"lastRun"`
+	LastBuild string    `json:"lastBuild"`
+	// FailedSpecs are the release-blocking specs that failed in any run.
+	FailedSpecs []string `json:"failedSpecs,omitempty"`
+}
+
+// ProviderStatus is one provider under the rules.
+type ProviderStatus struct {
+	Provider string `json:"provider"`
+	Job      string `json:"job"`
+	// LastRun is when the provider's newest run finished.
+	LastRun time.Time `json:"lastRun"`
+	// Stale: LastRun is older than Config.StaleAfter.
+	Stale bool `json:"stale"`
+	// LKG is the newest green pair, nil when there is none.
+	LKG *PairStatus `json:"lkg"`
+	// Pairs are newest (by last run) first.
+	Pairs []PairStatus `json:"pairs"`
+	// Runs are every readable run, oldest first, with its verdict.
+	Runs []RunVerdict `json:"runs"`
+}
+
+// Report is the rules applied to a store.
+type Report struct {
+	GeneratedAt time.Time        `json:"generatedAt"`
+	StaleAfter  string           `json:"staleAfter"`
+	Streak      int              `json:"streak"`
+	Providers   []ProviderStatus `json:"providers"`
+	// Problems are the records that were skipped.
+	Problems []store.Problem `json:"problems"`
+}
+
+// Provider returns a provider's status, or nil.
+func (r *Report) Provider(name string) *ProviderStatus {
+	for i := range r.Providers {
+		if r.Providers[i].Provider == name {
+			return &r.Providers[i]
+		}
+	}
+	return nil
+}
+
+// Evaluate applies the rules to a snapshot of a store. It never fails: a
+// run the rules cannot use is reported as a problem and skipped.
+func Evaluate(snap *store.Snapshot, cfg Config) *Report {
+	cfg = cfg.withDefaults()
+	now := cfg.Now()
+	rep := &Report{
+		GeneratedAt: now.UTC(),
+		StaleAfter:  cfg.StaleAfter.String(),
+		Streak:      cfg.Streak,
+		Providers:   []ProviderStatus{},
+		Problems:    append([]store.Problem{}, snap.Problems...),
+	}
+	byProvider := map[string][]*store.Run{}
+	for _, r := range snap.Runs {
+		byProvider[r.Provider] = append(byProvider[r.Provider], r)
+	}
+	names := make([]string, 0, len(byProvider))
+	for n := range byProvider {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		runs := byProvider[name]
+		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Started.Before(runs[j].Started) })
+		ps := ProviderStatus{Provider: name, Job: runs[0].Job, Pairs: []PairStatus{}, Runs: []RunVerdict{}}
+		pairs := map[Pair]*PairStatus{}
+		current := map[Pair]int{} // the streak each pair is on
+		for _, r := range runs {
+			if r.Finished.After(ps.LastRun) {
+				ps.LastRun = r.Finished
+			}
+			v := Judge(r)
+			ps.Runs = append(ps.Runs, v)
+			if r.Specs == nil && r.Result != prow.ResultAborted {
+				rep.Problems = append(rep.Problems, store.Problem{Path: strings.TrimSuffix(r.Location, "/") + "/" + prow.SpecsFile, Err: "missing: the run cannot be judged"})
+			}
+			if v.Verdict == VerdictNone || !v.Pair.Complete() {
+				continue
+			}
+			p := pairs[v.Pair]
+			if p == nil {
+				p = &PairStatus{Pair: v.Pair, FirstRun: r.Started}
+				pairs[v.Pair] = p
+			}
+			p.Runs++
+			p.LastRun, p.LastBuild = r.Started, r.ID
+			if v.Verdict == VerdictPass {
+				p.Passes++
+				current[v.Pair]++
+				if current[v.Pair] > p.Streak {
+					p.Streak = current[v.Pair]
+				}
+			} else {
+				p.Failures++
+				current[v.Pair] = 0
+				for _, f := range v.Failed {
+					if !contains(p.FailedSpecs, f) {
+						p.FailedSpecs = append(p.FailedSpecs, f)
+					}
+				}
+			}
+		}
+		for _, p := range pairs {
+			switch {
+			case p.Failures > 0 && p.Passes > 0:
+				p.State = PairFlaky
+			case p.Failures > 0:
+				p.State = PairRed
+			case p.Streak >= cfg.Streak:
+				p.State = PairGreen
+			default:
+				p.State = PairPending
+			}
+			ps.Pairs = append(ps.Pairs, *p)
+		}
+		sort.Slice(ps.Pairs, func(i, j int) bool {
+			a, b := ps.Pairs[i], ps.Pairs[j]
+			if !a.LastRun.Equal(b.LastRun) {
+				return a.LastRun.After(b.LastRun)
+			}
+			return a.LastBuild > b.LastBuild
+		})
+		for i := range ps.Pairs {
+			if ps.Pairs[i].State == PairGreen {
+				lkg := ps.Pairs[i]
+				ps.LKG = &lkg
+				break
+			}
+		}
+		ps.Stale = now.Sub(ps.LastRun) > cfg.StaleAfter
+		rep.Providers = append(rep.Providers, ps)
+	}
+	return rep
+}
+
+// Load reads every run of the store (or of the given jobs) and applies the
+// rules. The error is non-nil only when the store cannot be listed.
+func Load(ctx context.Context, st *store.Store, cfg Config, jobs ...string) (*Report, error) {
+	snap, err := st.ReadAll(ctx, jobs...)
+	if err != nil {
+		return nil, err
+	}
+	return Evaluate(snap, cfg), nil
+}

@@ -1,0 +1,277 @@
+package lkg
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/store"
+)
+
+var now = time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
+
+var (
+	k37a = Pair{"v1.37.2", "aaaaaaa", "sha256:c1"}
+	k37b = Pair{"v1.37.2", "aaaaaaa", "sha256:c2"} // a newer CCM build
+	k36  = Pair{"v1.36.5", "bbbbbbb", "sha256:c1"}
+)
+
+// seq counts the runs a test makes, for unique build ids.
+type seq struct{ n int }
+
+// run makes a run of provider on pair, started ago before now, whose
+// release-blocking spec passed (outcome "pass"), failed ("fail"), whose
+// harness failed ("harness"), that was interrupted ("abort"), or that has no
+// specs.json ("nospecs").
+func (s *seq) run(provider string, pair Pair, ago time.Duration, outcome string) *store.Run {
+	s.n++
+	started := now.Add(-ago)
+	r := &store.Run{
+		Build:    store.Build{Job: store.JobName(provider), ID: fmt.Sprintf("%s%05d", started.Format("20060102150405"), s.n)},
+		Provider: provider, Started: started, Finished: started.Add(time.Minute),
+		KubernetesVersion: pair.KubernetesVersion, KubernetesCommit: pair.KubernetesCommit, CCMDigest: pair.CCMDigest,
+		Passed: outcome == "pass", Result: prow.ResultSuccess,
+		Specs: &prow.SpecRecords{Version: 1, Provider: provider, Specs: []prow.SpecRecord{
+			{Suite: "nodeaddress", Text: "[nodeaddress] initializes nodes", Labels: []string{"InstancesV2", ReleaseBlockingLabel}, State: "passed"},
+			// A spec that is not release-blocking fails in every run.
+			{Suite: "loadbalancer", Text: "[loadbalancer] keeps the source IP", Labels: []string{"LoadBalancer"}, State: "failed"},
+		}},
+	}
+	r.Location = "/store/logs/" + r.Job + "/" + r.ID + "/"
+	switch outcome {
+	case "fail":
+		r.Result = prow.ResultFailure
+		r.Specs.Specs[0].State = "failed"
+	case "harness":
+		r.Result = prow.ResultFailure
+		r.Specs.Specs = nil
+		r.Specs.HarnessError = "local cluster: etcd did not start"
+	case "abort":
+		r.Result = prow.ResultAborted
+		r.Specs.Interrupted = true
+		r.Specs.Specs[0].State = "interrupted"
+	case "nospecs":
+		r.Specs = nil
+	}
+	return r
+}
+
+func TestJudge(t *testing.T) {
+	var s seq
+	unlabelled := s.run("p", k37a, time.Hour, "pass")
+	for i := range unlabelled.Specs.Specs {
+		unlabelled.Specs.Specs[i].Labels = nil
+	}
+	beforeSuite := s.run("p", k37a, time.Hour, "pass")
+	beforeSuite.Specs.Specs = append(beforeSuite.Specs.Specs, prow.SpecRecord{Text: "[BeforeSuite]", Node: "BeforeSuite", State: "failed"})
+	skipped := s.run("p", k37a, time.Hour, "pass")
+	skipped.Specs.Specs[0].State = "skipped"
+
+	tests := []struct {
+		name       string
+		run        *store.Run
+		want       Verdict
+		wantReason string
+	}{
+		{"release-blocking spec passed, another failed", s.run("p", k37a, time.Hour, "pass"), VerdictPass, ""},
+		{"release-blocking spec failed", s.run("p", k37a, time.Hour, "fail"), VerdictFail, "[nodeaddress] initializes nodes"},
+		{"harness error", s.run("p", k37a, time.Hour, "harness"), VerdictFail, "etcd did not start"},
+		{"interrupted", s.run("p", k37a, time.Hour, "abort"), VerdictNone, "interrupted"},
+		{"no specs.json", s.run("p", k37a, time.Hour, "nospecs"), VerdictNone, "specs.json"},
+		{"no label: every spec is release-blocking", unlabelled, VerdictFail, "[loadbalancer] keeps the source IP"},
+		{"failed BeforeSuite", beforeSuite, VerdictFail, "[BeforeSuite]"},
+		{"release-blocking spec skipped", skipped, VerdictNone, "no release-blocking spec ran"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Judge(tt.run)
+			if v.Verdict != tt.want || !strings.Contains(v.Reason, tt.wantReason) {
+				t.Errorf("verdict %s (%q), want %s (…%s…)", v.Verdict, v.Reason, tt.want, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	var s seq
+	h := time.Hour
+	tests := []struct {
+		name      string
+		runs      []*store.Run
+		wantPairs map[Pair]PairState
+		wantLKG   *Pair
+		wantStale bool
+	}{
+		{
+			name:      "three passes make a pair green",
+			runs:      []*store.Run{s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, 2*h, "pass"), s.run("p", k37a, h, "pass")},
+			wantPairs: map[Pair]PairState{k37a: PairGreen},
+			wantLKG:   &k37a,
+		},
+		{
+			name:      "two passes are pending",
+			runs:      []*store.Run{s.run("p", k37a, 2*h, "pass"), s.run("p", k37a, h, "pass")},
+			wantPairs: map[Pair]PairState{k37a: PairPending},
+		},
+		{
+			name:      "passes and a failure are flaky, never LKG",
+			runs:      []*store.Run{s.run("p", k37a, 5*h, "pass"), s.run("p", k37a, 4*h, "pass"), s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, 2*h, "fail")},
+			wantPairs: map[Pair]PairState{k37a: PairFlaky},
+		},
+		{
+			name:      "failures only are red",
+			runs:      []*store.Run{s.run("p", k37a, 2*h, "fail"), s.run("p", k37a, h, "harness")},
+			wantPairs: map[Pair]PairState{k37a: PairRed},
+		},
+		{
+			name: "the LKG is the newest green pair; a newer red pair does not hide it",
+			runs: []*store.Run{
+				s.run("p", k36, 9*h, "pass"), s.run("p", k36, 8*h, "pass"), s.run("p", k36, 7*h, "pass"),
+				s.run("p", k37a, 6*h, "pass"), s.run("p", k37a, 5*h, "pass"), s.run("p", k37a, 4*h, "pass"),
+				s.run("p", k37b, 2*h, "fail"),
+			},
+			wantPairs: map[Pair]PairState{k36: PairGreen, k37a: PairGreen, k37b: PairRed},
+			wantLKG:   &k37a,
+		},
+		{
+			name: "interrupted runs neither count nor break a streak",
+			runs: []*store.Run{
+				s.run("p", k37a, 5*h, "pass"), s.run("p", k37a, 4*h, "abort"), s.run("p", k37a, 3*h, "pass"),
+				s.run("p", k37a, 2*h, "nospecs"), s.run("p", k37a, h, "pass"),
+			},
+			wantPairs: map[Pair]PairState{k37a: PairGreen},
+			wantLKG:   &k37a,
+		},
+		{
+			name:      "a provider whose newest run is older than 72h is stale",
+			runs:      []*store.Run{s.run("p", k37a, 100*h, "pass"), s.run("p", k37a, 90*h, "pass"), s.run("p", k37a, 80*h, "pass")},
+			wantPairs: map[Pair]PairState{k37a: PairGreen},
+			wantLKG:   &k37a,
+			wantStale: true,
+		},
+		{
+			name:      "a run that failed before the cluster came up has no pair but is a run",
+			runs:      []*store.Run{s.run("p", Pair{}, h, "harness")},
+			wantPairs: map[Pair]PairState{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Evaluate(&store.Snapshot{Runs: tt.runs}, Config{Now: func() time.Time { return now }})
+			if len(rep.Providers) != 1 {
+				t.Fatalf("%d providers, want 1", len(rep.Providers))
+			}
+			ps := rep.Providers[0]
+			got := map[Pair]PairState{}
+			for _, p := range ps.Pairs {
+				got[p.Pair] = p.State
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.wantPairs) {
+				t.Errorf("pairs %v, want %v", got, tt.wantPairs)
+			}
+			switch {
+			case tt.wantLKG == nil && ps.LKG != nil:
+				t.Errorf("LKG %v, want none", ps.LKG.Pair)
+			case tt.wantLKG != nil && (ps.LKG == nil || ps.LKG.Pair != *tt.wantLKG):
+				t.Errorf("LKG %v, want %v", ps.LKG, *tt.wantLKG)
+			}
+			if ps.Stale != tt.wantStale {
+				t.Errorf("stale %v, want %v", ps.Stale, tt.wantStale)
+			}
+			if len(ps.Runs) != len(tt.runs) {
+				t.Errorf("%d run verdicts, want %d", len(ps.Runs), len(tt.runs))
+			}
+		})
+	}
+}
+
+func TestStaleAfterIsConfigurable(t *testing.T) {
+	var s seq
+	snap := &store.Snapshot{Runs: []*store.Run{s.run("p", k37a, 10*time.Hour, "pass")}}
+	for after, want := range map[time.Duration]bool{0: false, 9 * time.Hour: true, 11 * time.Hour: false} {
+		rep := Evaluate(snap, Config{Now: func() time.Time { return now }, StaleAfter: after})
+		if rep.Providers[0].Stale != want {
+			t.Errorf("stale-after %s: stale %v, want %v", after, rep.Providers[0].Stale, want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	var s seq
+	h := time.Hour
+	var runs []*store.Run
+	add := func(rs ...*store.Run) { runs = append(runs, rs...) }
+	// green: three passes of v1.37.2.
+	add(s.run("green", k37a, 3*h, "pass"), s.run("green", k37a, 2*h, "pass"), s.run("green", k37a, h, "pass"))
+	// flaky: passes and a failure of one pair.
+	add(s.run("flaky", k37a, 4*h, "pass"), s.run("flaky", k37a, 3*h, "fail"), s.run("flaky", k37a, 2*h, "pass"), s.run("flaky", k37a, h, "pass"))
+	// red.
+	add(s.run("red", k37a, 2*h, "fail"), s.run("red", k37a, h, "fail"))
+	// stale: green, but 100 hours ago.
+	add(s.run("stale", k37a, 102*h, "pass"), s.run("stale", k37a, 101*h, "pass"), s.run("stale", k37a, 100*h, "pass"))
+	// old: green on v1.36 only.
+	add(s.run("old", k36, 3*h, "pass"), s.run("old", k36, 2*h, "pass"), s.run("old", k36, h, "pass"))
+	// pending: two passes.
+	add(s.run("pending", k37a, 2*h, "pass"), s.run("pending", k37a, h, "pass"))
+	rep := Evaluate(&store.Snapshot{Runs: runs}, Config{Now: func() time.Time { return now }})
+
+	want := map[string]Status{"green": StatusGreen, "flaky": StatusFlaky, "red": StatusRed, "stale": StatusStale, "old": StatusUntested, "pending": StatusPending, "absent": StatusUntested}
+	tests := []struct {
+		name      string
+		version   string
+		providers []string
+		wantOK    bool
+	}{
+		{"the green provider alone", "v1.37.2", []string{"green"}, true},
+		{"a version without the v", "1.37.2", []string{"green"}, true},
+		{"every provider in the store", "v1.37.2", nil, false},
+		{"a provider not in the store", "v1.37.2", []string{"green", "absent"}, false},
+		{"each non-green provider", "v1.37.2", []string{"flaky", "red", "stale", "old", "pending"}, false},
+		{"another version", "v1.36.5", []string{"old"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := rep.Check(tt.version, tt.providers)
+			if c.OK != tt.wantOK {
+				t.Errorf("ok %v, want %v: %+v", c.OK, tt.wantOK, c.Providers)
+			}
+			if tt.providers == nil && len(c.Providers) != 6 {
+				t.Errorf("%d providers checked, want all 6", len(c.Providers))
+			}
+			for _, p := range c.Providers {
+				w := want[p.Provider]
+				if tt.version == "v1.36.5" && p.Provider == "old" {
+					w = StatusGreen
+				}
+				if p.Status != w {
+					t.Errorf("%s: %s (%s), want %s", p.Provider, p.Status, p.Reason, w)
+				}
+				if p.Reason == "" {
+					t.Errorf("%s: no reason", p.Provider)
+				}
+				if (p.Status == StatusGreen) != (p.LKG != nil && p.LKG.State == PairGreen) && p.Status != StatusStale {
+					t.Errorf("%s: status %s with LKG %v", p.Provider, p.Status, p.LKG)
+				}
+			}
+		})
+	}
+}
+
+// A provider with a corrupt record keeps its good runs, and the other
+// providers are untouched; the problem is reported.
+func TestEvaluateKeepsProblems(t *testing.T) {
+	var s seq
+	snap := &store.Snapshot{
+		Runs:     []*store.Run{s.run("a", k37a, 3*time.Hour, "pass"), s.run("a", k37a, 2*time.Hour, "nospecs")},
+		Problems: []store.Problem{{Path: "/store/logs/ccm-conformance-a/1/finished.json", Err: "unexpected EOF"}},
+	}
+	rep := Evaluate(snap, Config{Now: func() time.Time { return now }})
+	if len(rep.Problems) != 2 {
+		t.Fatalf("problems %v, want the store's and the missing specs.json", rep.Problems)
+	}
+	if !strings.HasSuffix(rep.Problems[1].Path, "/artifacts/specs.json") || !strings.HasPrefix(rep.Problems[1].Path, "/store/logs/") {
+		t.Errorf("problem path %q", rep.Problems[1].Path)
+	}
+}
