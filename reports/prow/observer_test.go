@@ -1,6 +1,7 @@
 package prow
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -172,6 +173,11 @@ func TestObserver(t *testing.T) {
 				if got := v.Finished.MetaString(k); got != want {
 					t.Errorf("finished.json metadata %s = %q, want %q", k, got, want)
 				}
+			}
+			if data, err := os.ReadFile(filepath.Join(dir, TimingsFile)); err != nil {
+				t.Error(err)
+			} else if _, err := DecodeTimings(bytes.NewReader(data)); err != nil {
+				t.Errorf("timings.json: %v", err)
 			}
 			if tt.golden != "" {
 				for _, f := range []string{SpecsFile, TimingsFile} {

@@ -196,6 +196,15 @@ func DecodeSpecs(r io.Reader) (*SpecRecords, error) {
 	return &s, nil
 }
 
+// DecodeTimings parses timings.json.
+func DecodeTimings(r io.Reader) (*Timings, error) {
+	var t Timings
+	if err := decodeStrict(r, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // decodeStrict decodes one JSON value and rejects trailing data, so that a
 // truncated or concatenated file is an error.
 func decodeStrict(r io.Reader, v any) error {
