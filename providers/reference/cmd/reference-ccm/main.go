@@ -1,7 +1,10 @@
 // Command reference-ccm is the reference provider's cloud-controller-manager:
 // the upstream CCM of k8s.io/cloud-provider/app with the reference cloud
 // provider plugged in. It is set up the way k8s.io/cloud-provider's
-// sample/basic_main.go shows every external provider setting up its CCM.
+// sample/basic_main.go shows every external provider setting up its CCM,
+// with one correction: with --enable-leader-migration and no
+// --leader-migration-config, the default migration configuration names
+// this CCM's controllers (see migration.go and docs/leader-migration.md).
 //
 //	reference-ccm --kubeconfig=... --cloud-config=cloud.yaml \
 //	    --reference-identity=ccm-1 --reference-defects=wrong-zone
@@ -50,7 +53,15 @@ func main() {
 		return cloud.New(config, *referenceOptions)
 	})
 
-	command := app.NewCloudControllerManagerCommand(ccmOptions, initializeCloud,
+	// The CCM calls the cloud initializer with the completed configuration
+	// just before it runs the controllers: the last moment to correct the
+	// leader migration configuration (see migration.go).
+	initialize := func(config *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
+		adjustLeaderMigration(&config.ComponentConfig.Generic, ccmOptions.Generic.LeaderMigration.ControllerMigrationConfig, referenceOptions.Defects)
+		return initializeCloud(config)
+	}
+
+	command := app.NewCloudControllerManagerCommand(ccmOptions, initialize,
 		app.DefaultInitFuncConstructors, names.CCMControllerAliases(), additionalFlags, wait.NeverStop)
 	os.Exit(cli.Run(command))
 }
