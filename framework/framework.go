@@ -137,3 +137,9 @@ func quoteVerbs(verbs []clouddriver.Verb) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// ReleaseBlocking labels the specs whose results decide a last-known-good
+// pair (docs/lkg.md): the core behaviour every CCM with the capability must
+// have, in any environment. It is not a capability, so it never causes a
+// skip.
+const ReleaseBlocking = "ReleaseBlocking"

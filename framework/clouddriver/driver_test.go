@@ -68,9 +68,12 @@ func TestDriverAnswers(t *testing.T) {
 			notFound: true,
 		},
 		{
-			name:    "missing object in answer",
-			body:    `echo '{}'`,
-			call:    func(ctx context.Context, d *Driver) error { _, err := d.GetLoadBalancer(ctx, ServiceRef{Name: "s"}); return err },
+			name: "missing object in answer",
+			body: `echo '{}'`,
+			call: func(ctx context.Context, d *Driver) error {
+				_, err := d.GetLoadBalancer(ctx, ServiceRef{Name: "s"})
+				return err
+			},
 			wantErr: []string{`without a "loadBalancer"`},
 		},
 		{

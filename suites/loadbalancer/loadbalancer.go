@@ -130,7 +130,7 @@ func declare(f *framework.Framework) {
 			DeferCleanup(f.DeleteNamespace, ns)
 		})
 
-		It("gives a new Service an ingress, the cleanup finalizer, events, and a cloud load balancer with its ports and the eligible nodes", func(ctx SpecContext) {
+		It("gives a new Service an ingress, the cleanup finalizer, events, and a cloud load balancer with its ports and the eligible nodes", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "web", nil)
 			svc := l.waitForIngress(ctx, "web")
@@ -153,7 +153,7 @@ func declare(f *framework.Framework) {
 			}
 		})
 
-		It("updates the cloud load balancer when the Service's ports change", func(ctx SpecContext) {
+		It("updates the cloud load balancer when the Service's ports change", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "web", nil)
 			l.waitForIngress(ctx, "web")
@@ -200,7 +200,7 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
 		})
 
-		It("deletes the cloud load balancer and then the finalizer when the Service is deleted", func(ctx SpecContext) {
+		It("deletes the cloud load balancer and then the finalizer when the Service is deleted", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "web", nil)
 			svc := l.waitForIngress(ctx, "web")

@@ -51,14 +51,14 @@ func declare(f *framework.Framework) {
 			return inst
 		}
 
-		It("removes the uninitialized taint from every node and sets a providerID", func(ctx SpecContext) {
+		It("removes the uninitialized taint from every node and sets a providerID", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			nodes := initializedNodes(ctx)
 			for _, n := range nodes {
 				Expect(n.Spec.ProviderID).NotTo(BeEmpty(), "node %s is initialized but has no spec.providerID", n.Name)
 			}
 		})
 
-		It("sets each node's providerID to its instance's", func(ctx SpecContext) {
+		It("sets each node's providerID to its instance's", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
 			for _, n := range initializedNodes(ctx) {
 				inst := instanceOf(ctx, n.Name)
@@ -67,7 +67,7 @@ func declare(f *framework.Framework) {
 			}
 		})
 
-		It("gives each node the addresses its instance has in the cloud", func(ctx SpecContext) {
+		It("gives each node the addresses its instance has in the cloud", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
 			initializedNodes(ctx)
 			Eventually(ctx, func(g Gomega) {
@@ -85,7 +85,7 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.NodeAddressUpdate)).WithPolling(f.PollInterval()).Should(Succeed())
 		})
 
-		It("labels each node with its instance type", func(ctx SpecContext) {
+		It("labels each node with its instance type", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
 			for _, n := range initializedNodes(ctx) {
 				inst := instanceOf(ctx, n.Name)
@@ -96,7 +96,7 @@ func declare(f *framework.Framework) {
 			}
 		})
 
-		It("labels each node with its instance's zone and region", Label(string(profile.Zones)), func(ctx SpecContext) {
+		It("labels each node with its instance's zone and region", Label(string(profile.Zones), framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
 			for _, n := range initializedNodes(ctx) {
 				inst := instanceOf(ctx, n.Name)

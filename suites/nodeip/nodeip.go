@@ -113,7 +113,7 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
 		}
 
-		It("makes an IPv4 node IP the node's only InternalIP, listed first, keeping other address types", func(ctx SpecContext) {
+		It("makes an IPv4 node IP the node's only InternalIP, listed first, keeping other address types", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			m, ips := machineWithNodeIPs(ctx, ipv4)
 			expectNodeIPsHonoured(ctx, m, ips)
 		})
@@ -133,7 +133,7 @@ func declare(f *framework.Framework) {
 			expectNodeIPsHonoured(ctx, m, ips)
 		})
 
-		It("leaves a node whose node IP the cloud does not know tainted and uninitialized", func(ctx SpecContext) {
+		It("leaves a node whose node IP the cloud does not know tainted and uninitialized", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireMachines()
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{IPFamilies: []string{string(ipv4)}, NoKubelet: true})
 			Expect(err).NotTo(HaveOccurred())

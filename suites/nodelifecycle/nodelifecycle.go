@@ -63,7 +63,7 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.NodeDeletion)).WithPolling(f.PollInterval()).Should(Succeed())
 		}
 
-		It("deletes the Node of an instance deleted in the cloud and keeps the others", func(ctx SpecContext) {
+		It("deletes the Node of an instance deleted in the cloud and keeps the others", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceDelete)
 			m := initializedMachine(ctx)
 			before, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

@@ -79,7 +79,7 @@ func declare(f *framework.Framework) {
 			return nodes
 		}
 
-		It("gives every node's podCIDRs a cloud route to that node", func(ctx SpecContext) {
+		It("gives every node's podCIDRs a cloud route to that node", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbRoutesList)
 			expectNodeRoutes(ctx)
 		})
@@ -102,7 +102,7 @@ func declare(f *framework.Framework) {
 			Expect(dual).To(BeNumerically(">", 0), "no node has podCIDRs of both families; the cluster is not dual-stack")
 		})
 
-		It("clears NodeNetworkUnavailable with reason RouteCreated on every node", func(ctx SpecContext) {
+		It("clears NodeNetworkUnavailable with reason RouteCreated on every node", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			Eventually(ctx, func(g Gomega) {
 				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 				g.Expect(err).NotTo(HaveOccurred())
@@ -171,7 +171,7 @@ func declare(f *framework.Framework) {
 			// The last /24 of the cluster network, which the node IPAM
 			// allocates last, for a node that does not exist.
 			ones, bits := clusterV4.Mask.Size()
-			Expect(bits - ones).To(BeNumerically(">=", 8), "cluster network %s is smaller than a /24", clusterV4)
+			Expect(bits-ones).To(BeNumerically(">=", 8), "cluster network %s is smaller than a /24", clusterV4)
 			inside := clusterV4.IP.To4()
 			last := make(net.IP, 4)
 			copy(last, inside)
