@@ -17,8 +17,9 @@ import (
 // junit files, specs.json, timings.json, metadata.json and, last,
 // finished.json, so that a reader that sees finished.json sees the rest.
 type Observer struct {
-	dir string
-	now func() time.Time
+	dir   string
+	now   func() time.Time
+	extra map[string]string
 }
 
 // ObserverOption configures an Observer.
@@ -28,6 +29,14 @@ type ObserverOption func(*Observer)
 // time.Now.
 func WithClock(now func() time.Time) ObserverOption {
 	return func(o *Observer) { o.now = now }
+}
+
+// WithMetadata adds keys to what the observer merges into metadata.json
+// and finished.json, over the run's own; empty values are left out. It
+// names what the runner cannot know, such as the image and digest of a CCM
+// deployed in the cluster, or a kubetest2 run's id.
+func WithMetadata(keys map[string]string) ObserverOption {
+	return func(o *Observer) { o.extra = keys }
 }
 
 // NewObserver returns an Observer that writes into the run directory dir.
@@ -77,7 +86,13 @@ func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *ru
 	if err := writeJSON(filepath.Join(o.dir, TimingsFile), timings(report)); err != nil {
 		errs = append(errs, err)
 	}
-	meta, err := MergeMetadata(filepath.Join(o.dir, MetadataFile), runMetadata(info))
+	keys := runMetadata(info)
+	for k, v := range o.extra {
+		if v != "" {
+			keys[k] = v
+		}
+	}
+	meta, err := MergeMetadata(filepath.Join(o.dir, MetadataFile), keys)
 	if err != nil {
 		errs = append(errs, err)
 	}

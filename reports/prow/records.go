@@ -52,6 +52,9 @@ const (
 	// MetaErrors records metadata.json files that could not be merged, the
 	// way Prow's sidecar records them under "sidecar-errors".
 	MetaErrors = "ccm-conformance-errors"
+	// MetaCCMImage is the image of a CCM deployed in the cluster under
+	// test, when the caller names it (the kubetest2 tester does).
+	MetaCCMImage = "ccm-image"
 )
 
 // Started is started.json. TestGrid needs a non-zero timestamp.
