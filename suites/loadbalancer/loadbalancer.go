@@ -132,8 +132,10 @@ func declare(f *framework.Framework) {
 
 		It("gives a new Service an ingress, the cleanup finalizer, events, and a cloud load balancer with its ports and the eligible nodes", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			created := time.Now()
 			l.create(ctx, "web", nil)
 			svc := l.waitForIngress(ctx, "web")
+			AddReportEntry("load-balancer-ready", time.Since(created), ReportEntryVisibilityFailureOrVerbose)
 			Expect(framework.HasFinalizer(svc, framework.LoadBalancerCleanupFinalizer)).To(BeTrue(),
 				"Service %s/web has ingress %s but not the %s finalizer (finalizers %v)", l.ns, framework.IngressAddresses(svc), framework.LoadBalancerCleanupFinalizer, svc.Finalizers)
 			Eventually(ctx, func(g Gomega) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -109,6 +110,7 @@ func declare(f *framework.Framework) {
 
 		It("initializes a node that joins while the CCM runs", func(ctx SpecContext) {
 			f.RequireMachines()
+			added := time.Now()
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(f.Machines.Delete, m.Name)
@@ -119,6 +121,7 @@ func declare(f *framework.Framework) {
 				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", m.Name)
 				g.Expect(n.Spec.ProviderID).To(Equal(m.Instance.ProviderID), "node %s: spec.providerID", m.Name)
 			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+			AddReportEntry("node-initialized", time.Since(added), ReportEntryVisibilityFailureOrVerbose)
 		})
 
 		It("updates a node's addresses when the cloud changes them", func(ctx SpecContext) {
