@@ -3,6 +3,7 @@ package suites
 
 import (
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/suites/leadermigration"
 	"github.com/ccm-conformance/ccm-conformance/suites/loadbalancer"
 	"github.com/ccm-conformance/ccm-conformance/suites/nodeaddress"
 	"github.com/ccm-conformance/ccm-conformance/suites/nodeip"
@@ -18,5 +19,6 @@ func All() []framework.Suite {
 		nodelifecycle.Suite(),
 		loadbalancer.Suite(),
 		routes.Suite(),
+		leadermigration.Suite(),
 	}
 }
