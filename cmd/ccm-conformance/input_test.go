@@ -55,7 +55,7 @@ current-context: dead
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := runHarness(t, []string{"TMPDIR=" + t.TempDir()}, tt.args...)
+			res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, tt.args...)
 			if res.code != 2 {
 				t.Errorf("exit code %d, want 2; stderr:\n%s", res.code, res.stderr)
 			}

@@ -19,7 +19,7 @@ import (
 // its temporary directories, and still writes partial results.
 func TestIntegrationInterruptLeavesNothingBehind(t *testing.T) {
 	skipUnlessIntegration(t)
-	tmp := t.TempDir()
+	tmp := shortTempDir(t)
 	artifacts := t.TempDir()
 
 	cmd := exec.Command("make", "conformance")

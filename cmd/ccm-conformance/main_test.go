@@ -154,3 +154,16 @@ func oneLine(t *testing.T, s string) {
 		t.Errorf("stderr is not one line:\n%s", s)
 	}
 }
+
+// shortTempDir is a temporary directory with a short path: the reference
+// cloud listens on a unix socket below TMPDIR, and socket paths are limited
+// to 108 bytes, which t.TempDir's long names can exceed.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "ccmc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

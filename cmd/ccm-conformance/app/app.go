@@ -72,6 +72,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newValidateArtifactsCommand(stdout),
 		newPublishCommand(stdout),
 		newLKGCommand(stdout, stderr),
+		newReportCommand(stdout, stderr),
 		newClusterCommand(stdout, stderr),
 		newVersionCommand(stdout),
 	)
