@@ -469,3 +469,20 @@ func (c *Cluster) Components() []Component {
 	}
 	return out
 }
+
+// Binaries are the cached executables a local cluster runs.
+type Binaries struct {
+	Etcd, APIServer, ControllerManager string
+}
+
+// EnsureBinaries builds (or finds in the cache) the executables Start
+// would run, without starting anything, so that a slow cold build can be
+// done up front with its progress on opts.Progress.
+func EnsureBinaries(ctx context.Context, opts Options) (Binaries, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return Binaries{}, err
+	}
+	b, err := ensureBinaries(ctx, o)
+	return Binaries{Etcd: b.etcd, APIServer: b.apiServer, ControllerManager: b.controllerManager}, err
+}
