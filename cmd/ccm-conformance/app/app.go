@@ -73,6 +73,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newPublishCommand(stdout),
 		newLKGCommand(stdout, stderr),
 		newReportCommand(stdout, stderr),
+		newTestGridConfigCommand(stdout),
 		newClusterCommand(stdout, stderr),
 		newVersionCommand(stdout),
 	)
