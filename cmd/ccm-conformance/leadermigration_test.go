@@ -1,0 +1,141 @@
+package main_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/local"
+)
+
+// The leader migration suite fails for a CCM that runs a migrated
+// controller outside the migration lease, and its controller-names spec
+// fails, precisely, for a CCM that keeps k8s.io/cloud-provider v0.37.2's
+// default migration configuration (docs/leader-migration.md).
+func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
+	skipUnlessIntegration(t)
+	const (
+		locked   = "keeps the migrated controllers stopped while another manager holds the migration lease"
+		overlap  = "never runs a migrated controller in two replicas at once"
+		rollback = "does not run a controller the configuration gives back to kube-controller-manager"
+		names    = "covers every cloud controller it runs with the migration lock when started with no --leader-migration-config"
+	)
+	tests := []defectCase{
+		{
+			name: "service controller outside the migration lease", defects: "service-outside-migration-lease",
+			labelFilter: "LeaderMigration",
+			failing: map[string][]string{
+				locked: {"the CCM under test (instance lm-locked-ccm) runs [service-lb-controller] although the peer (CCM instance lm-locked-holder) holds the migration lease kube-system/ccm-lm-"},
+				overlap: {"a migrated controller ran in two replicas at once", "service-lb-controller ran in the CCM under test (instance lm-overlap-a-",
+					" and the CCM under test (instance lm-overlap-b-"},
+				rollback: {"runs [service-lb-controller] although the peer (CCM instance lm-rollback-holder) holds the migration lease",
+					"the configuration gives service-lb-controller to kube-controller-manager"},
+				names: {"with --enable-leader-migration and no --leader-migration-config, the CCM runs service-lb-controller outside the migration lock",
+					"the CCM under test (instance lm-names-ccm) listed it in /healthz?verbose while the peer (CCM instance lm-names-holder) held the migration lease kube-system/cloud-provider-extraction-migration",
+					"The cloud logged EnsureLoadBalancer by caller"},
+			},
+		},
+		{
+			// What every CCM built on k8s.io/cloud-provider v0.37.2 does
+			// unless its main corrects the default, as reference-ccm's does.
+			name: "upstream default migration configuration", defects: "upstream-migration-default",
+			labelFilter: "LeaderMigration",
+			failing: map[string][]string{
+				names: {"with --enable-leader-migration and no --leader-migration-config, the CCM runs node-route-controller, service-lb-controller outside the migration lock",
+					"Its default migration configuration (from /configz) names route-controller, service-controller, cloud-node-lifecycle-controller: " +
+						"kube-controller-manager's names (route-controller, not node-route-controller; service-controller, not service-lb-controller), which match no controller of the CCM"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { runDefectCase(t, tt) })
+	}
+}
+
+// kube-controller-manager v1.37.2 cannot take part in a leader migration:
+// with --enable-leader-migration it takes the migration lease, fails to
+// build a second controller context, and exits 1, leaving the lease to
+// expire. This is why the leader migration suite's peers are CCM
+// instances. If this test fails after a Kubernetes update, the real
+// kube-controller-manager may have become usable as a peer: see
+// docs/leader-migration.md.
+func TestIntegrationKubeControllerManagerCannotHoldTheMigrationLease(t *testing.T) {
+	skipUnlessIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cluster, err := local.Start(ctx, local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Stop(context.Background()) })
+
+	var kcm *local.Component
+	for _, c := range cluster.Components() {
+		if c.Name == local.ComponentControllerManager {
+			kcm = &c
+		}
+	}
+	if kcm == nil {
+		t.Fatal("the local cluster has no kube-controller-manager")
+	}
+	// The cluster's own flags, with leader election and migration on, a
+	// lease of its own, and no serving port (the cluster's KCM has it).
+	var args []string
+	for _, a := range kcm.Args {
+		if !strings.HasPrefix(a, "--leader-elect") && !strings.HasPrefix(a, "--secure-port") {
+			args = append(args, a)
+		}
+	}
+	const lease = "cloud-provider-extraction-migration"
+	args = append(args, "--secure-port=0", "--leader-elect=true", "--leader-elect-resource-name=kcm-migration-test",
+		"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=1s",
+		"--enable-leader-migration")
+	logPath := filepath.Join(t.TempDir(), "kube-controller-manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.CommandContext(ctx, kcm.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	runErr := cmd.Run()
+	logData, _ := os.ReadFile(logPath)
+	log := string(logData)
+
+	var exitErr *exec.ExitError
+	if !errors.As(runErr, &exitErr) || exitErr.ExitCode() != 1 {
+		t.Fatalf("kube-controller-manager %s with --enable-leader-migration ended with %v, want exit code 1; last log lines:\n%s",
+			cluster.KubernetesVersion(), runErr, tail(log, 15))
+	}
+	for _, want := range []string{
+		`"Successfully acquired lease" lock="kube-system/` + lease + `"`,
+		`"leader migration: starting migrated controllers."`,
+		`"Error building controller context" err="failed to create informer name: informer name \"kube-controller-manager\" is already registered"`,
+		`"migration leaderelection lost/stopped"`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("kube-controller-manager's log lacks %s; last log lines:\n%s", want, tail(log, 15))
+		}
+	}
+	// It went without releasing the lease: another manager waits out the
+	// lease duration.
+	client, err := kubernetes.NewForConfig(cluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, lease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the migration lease: %v", err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		t.Errorf("the migration lease %s has no holder; want the exited kube-controller-manager's identity", lease)
+	}
+}
