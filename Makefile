@@ -11,7 +11,7 @@ help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the harness and the reference provider into bin/
+build: ## Build the harness, its kubetest2 tester and the reference provider into bin/
 	@scripts/build.sh
 
 .PHONY: conformance

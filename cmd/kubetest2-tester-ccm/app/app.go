@@ -1,0 +1,319 @@
+// Package app is kubetest2-tester-ccm: the CCM conformance suites as a
+// kubetest2 tester. It speaks kubetest2's tester protocol without importing
+// kubetest2: kubetest2 finds the binary on PATH by its name
+// (kubetest2-tester-<name>, here `--test=ccm`), runs it with `--help` (plus
+// the tester's arguments) to show its usage, then runs it with the
+// arguments given after `--` and this environment:
+//
+//	ARTIFACTS          the run's artifacts directory (Prow's $ARTIFACTS under Prow)
+//	KUBECONFIG         the cluster the deployer brought up
+//	KUBETEST2_RUN_DIR  a private directory for this run
+//	KUBETEST2_RUN_ID   the run's id (Prow's job id under Prow)
+//
+// The suites run against that cluster with the CCM the profile names
+// (ccm.deployed for one running in the cluster, or ccm.binary). The junit
+// files and records go straight into $ARTIFACTS, the tester's keys are
+// merged into $ARTIFACTS/metadata.json, and the exit code is non-zero when
+// a spec or the harness failed. See docs/kubetest2.md.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/suites"
+)
+
+// Name is the binary's name, as kubetest2 looks it up.
+const Name = "kubetest2-tester-ccm"
+
+// Version is the tester's version, set at build time with
+// -ldflags "-X github.com/ccm-conformance/ccm-conformance/cmd/kubetest2-tester-ccm/app.Version=v0.1.0".
+var Version = "devel"
+
+// Environment variables of the kubetest2 tester protocol.
+const (
+	EnvArtifacts  = "ARTIFACTS"
+	EnvKubeconfig = "KUBECONFIG"
+	EnvRunDir     = "KUBETEST2_RUN_DIR"
+	EnvRunID      = "KUBETEST2_RUN_ID"
+)
+
+// Metadata keys the tester adds to metadata.json, besides the harness's.
+const (
+	// MetaTesterVersion is the key kubetest2's own testers write.
+	MetaTesterVersion = "tester-version"
+	MetaRunID         = "kubetest2-run-id"
+)
+
+// options are the tester's flags.
+type options struct {
+	provider    string
+	labelFilter string
+	kubeconfig  string
+	artifacts   string
+	runDir      string
+	ccmImage    string
+	ccmDigest   string
+}
+
+// env reads the environment; a test passes its own.
+type env func(string) string
+
+func newFlags(o *options, getenv env) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(Name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.StringVar(&o.provider, "provider", "", "provider profile (YAML, docs/profile.md); ccm.deployed for a CCM running in the cluster")
+	fs.StringVar(&o.labelFilter, "label-filter", "", "ginkgo label filter selecting specs, e.g. 'LoadBalancer && !DataPath'")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv(EnvKubeconfig), "the cluster under test (default $KUBECONFIG, else ~/.kube/config)")
+	fs.StringVar(&o.artifacts, "artifacts", getenv(EnvArtifacts), "where junit files, specs.json, timings.json, logs/ and metadata.json go (default $ARTIFACTS, else _artifacts)")
+	fs.StringVar(&o.runDir, "run-dir", "", "keep the complete run directory here, for 'ccm-conformance publish' (default $KUBETEST2_RUN_DIR/ccm-conformance, else a temporary directory that is removed)")
+	fs.StringVar(&o.ccmImage, "ccm-image", "", "the CCM's image, for the results (default: read from the pods of ccm.deployed)")
+	fs.StringVar(&o.ccmDigest, "ccm-digest", "", "the CCM's digest, sha256:... (default: the image digest of the pods of ccm.deployed, or the digest of ccm.binary)")
+	return fs
+}
+
+const usageHead = `kubetest2-tester-ccm runs the CCM conformance suites against the cluster a
+kubetest2 deployer brought up, with the cloud-controller-manager a provider
+profile names: one already running in the cluster (ccm.deployed) or a binary
+the tester starts (ccm.binary).
+
+  kubetest2 <deployer> --up --down --test=ccm -- --provider profile.yaml [flags]
+
+It reads ARTIFACTS, KUBECONFIG, KUBETEST2_RUN_DIR and KUBETEST2_RUN_ID. Junit
+files (junit_<suite>_01.xml), specs.json, timings.json and logs/ go into
+$ARTIFACTS, as Prow uploads it, and the tester's keys (Kubernetes version and
+commit, CCM image and digest, provider, versions) are merged into
+$ARTIFACTS/metadata.json, which Prow folds into finished.json. The complete
+run directory, which 'ccm-conformance publish' takes, is kept in
+$KUBETEST2_RUN_DIR/ccm-conformance.
+
+Exit codes: 0 every selected spec passed, 1 a spec failed, 2 the harness or
+its input failed.
+
+Flags:
+`
+
+func usage(w io.Writer, fs *pflag.FlagSet) {
+	fmt.Fprint(w, usageHead)
+	fmt.Fprint(w, fs.FlagUsages())
+}
+
+// wantsHelp reports whether -h or --help is among the arguments: kubetest2
+// asks for the usage with `--help` followed by the tester's arguments.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-h" || a == "--help" || a == "-help" {
+			return true
+		}
+	}
+	return false
+}
+
+// Main runs the tester and returns its exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, args, os.Getenv, stdout, stderr)
+}
+
+func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) int {
+	var o options
+	fs := newFlags(&o, getenv)
+	fs.SetOutput(io.Discard)
+	if wantsHelp(args) {
+		usage(stdout, fs)
+		return 0
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "%s: %s\n", Name, fmt.Sprintf(format, a...))
+		return runner.ExitHarnessError
+	}
+	if err := fs.Parse(args); err != nil {
+		return fail("%v (see --help)", err)
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected arguments %q (see --help)", fs.Args())
+	}
+	if o.provider == "" {
+		return fail("--provider: the provider profile is required (see --help)")
+	}
+	if o.kubeconfig == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			if p := filepath.Join(home, ".kube", "config"); fileExists(p) {
+				o.kubeconfig = p
+			}
+		}
+		if o.kubeconfig == "" {
+			return fail("no cluster: KUBECONFIG is not set and there is no ~/.kube/config (the tester runs against an existing cluster)")
+		}
+	}
+	if o.artifacts == "" {
+		o.artifacts = "_artifacts"
+	}
+	artifacts, err := filepath.Abs(o.artifacts)
+	if err != nil {
+		return fail("--artifacts: %v", err)
+	}
+
+	runDir, keep := o.runDir, true
+	if runDir == "" && getenv(EnvRunDir) != "" {
+		runDir = filepath.Join(getenv(EnvRunDir), "ccm-conformance")
+	}
+	if runDir == "" {
+		if runDir, err = os.MkdirTemp("", "kubetest2-tester-ccm-"); err != nil {
+			return fail("run directory: %v", err)
+		}
+		keep = false
+		defer os.RemoveAll(runDir)
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fail("run directory: %v", err)
+	}
+	if err := prow.SeedMetadata(filepath.Join(artifacts, filepath.Base(prow.MetadataFile)), runDir); err != nil {
+		return fail("%v", err)
+	}
+
+	extra := map[string]string{
+		MetaTesterVersion:  Version,
+		MetaRunID:          getenv(EnvRunID),
+		prow.MetaCCMImage:  o.ccmImage,
+		prow.MetaCCMDigest: o.ccmDigest,
+	}
+	if o.ccmImage == "" || o.ccmDigest == "" {
+		image, digest, err := deployedImage(ctx, o.provider, o.kubeconfig)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: the CCM's image is not known (pass --ccm-image and --ccm-digest): %v\n", Name, err)
+		}
+		if o.ccmImage == "" {
+			extra[prow.MetaCCMImage] = image
+		}
+		if o.ccmDigest == "" {
+			extra[prow.MetaCCMDigest] = digest
+		}
+	}
+
+	buildLog := prow.NewBuildLog(runDir)
+	opts := runner.Options{
+		ProfilePath:    o.provider,
+		LabelFilter:    o.labelFilter,
+		ArtifactsDir:   runDir,
+		Kubeconfig:     o.kubeconfig,
+		Suites:         suites.All(),
+		Out:            buildLog.Tee(stdout),
+		HarnessVersion: Version,
+		Observers:      []runner.Observer{prow.NewObserver(runDir, prow.WithMetadata(extra))},
+	}
+	res, runErr := runner.Run(ctx, opts)
+	code := runner.ExitCode(res, runErr)
+	if runErr != nil {
+		line := fmt.Sprintf("%s: %s\n", Name, strings.TrimSpace(runErr.Error()))
+		if errors.Is(runErr, runner.ErrInterrupted) {
+			line = fmt.Sprintf("%s: run interrupted; partial results are in %s\n", Name, artifacts)
+		}
+		fmt.Fprint(stderr, line)
+		if buildLog.Opened() {
+			fmt.Fprint(buildLog, line)
+		}
+	}
+	if err := buildLog.Close(); err != nil {
+		fmt.Fprintf(stderr, "%s: build log: %v\n", Name, err)
+	}
+	if !fileExists(filepath.Join(runDir, prow.FinishedFile)) {
+		// Bad input: the run never started, and there is nothing to export.
+		return code
+	}
+	if err := prow.ExportArtifacts(runDir, artifacts, suiteNames()); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", Name, err)
+		if code == runner.ExitPassed {
+			code = runner.ExitHarnessError
+		}
+		return code
+	}
+	fmt.Fprintf(stdout, "[%s] results in %s", Name, artifacts)
+	if keep {
+		fmt.Fprintf(stdout, "; run directory %s (ccm-conformance publish takes it)", runDir)
+	}
+	fmt.Fprintln(stdout)
+	return code
+}
+
+func suiteNames() []string {
+	var names []string
+	for _, s := range suites.All() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// deployedImage reads the image and image digest of a CCM deployed in the
+// cluster (the profile's ccm.deployed) from its pods' container statuses.
+// A profile with a binary CCM has none, and no error.
+func deployedImage(ctx context.Context, profilePath, kubeconfig string) (image, digest string, err error) {
+	p, err := profile.Load(profilePath)
+	if err != nil || p.CCM.Deployed == nil {
+		// A bad profile is the runner's to report, in its own words.
+		return "", "", nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return "", "", fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", "", fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	d := p.CCM.Deployed
+	pods, err := (&ccm.Deployed{Client: client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container}).Pods(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	for _, pod := range pods {
+		name := d.Container
+		if name == "" && len(pod.Spec.Containers) > 0 {
+			name = pod.Spec.Containers[0].Name
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == name && cs.ImageID != "" {
+				return cs.Image, imageDigest(cs.ImageID), nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("no pod in namespace %s matching %q reports its container's image yet", d.Namespace, d.LabelSelector)
+}
+
+// imageDigest takes the digest out of a container status's imageID
+// ("docker-pullable://registry/ccm@sha256:…", "registry/ccm@sha256:…" or
+// "sha256:…").
+func imageDigest(imageID string) string {
+	if i := strings.LastIndex(imageID, "@"); i >= 0 {
+		return imageID[i+1:]
+	}
+	if strings.HasPrefix(imageID, "sha256:") {
+		return imageID
+	}
+	return ""
+}
