@@ -252,7 +252,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return &InputError{fmt.Errorf("--artifacts %s: %w", r.opts.ArtifactsDir, err)}
 	}
-	r.runDir, err = os.MkdirTemp("", "ccm-conformance-run-")
+	r.runDir, err = os.MkdirTemp(runDirBase(), "ccm-conformance-run-")
 	if err != nil {
 		return &SetupError{Step: "run directory", Err: err}
 	}
@@ -711,4 +711,17 @@ func fileDigest(path string) (string, error) {
 		return "", err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// runDirBase is where run directories go: $TMPDIR, unless its path is so
+// long that unix sockets below it (profile services often listen on one in
+// ${RUN_DIR}) would pass the kernel's 108-byte limit; then /tmp.
+func runDirBase() string {
+	base := os.TempDir()
+	if len(base) > 48 {
+		if info, err := os.Stat("/tmp"); err == nil && info.IsDir() {
+			return "/tmp"
+		}
+	}
+	return base
 }
