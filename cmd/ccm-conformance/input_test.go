@@ -80,7 +80,7 @@ func TestListShowsLabelsAndSkips(t *testing.T) {
 	if !strings.Contains(res.stdout, "[NodeIPAnnotation, InstancesV2, DualStack] (skipped: missing DualStack)") {
 		t.Errorf("list does not mark the DualStack specs as skipped:\n%s", res.stdout)
 	}
-	if !strings.Contains(res.stdout, "sets each node's providerID to its instance's [InstancesV2]\n") {
+	if !strings.Contains(res.stdout, "sets each node's providerID to its instance's [InstancesV2, ReleaseBlocking]\n") {
 		t.Errorf("list does not show a runnable spec unmarked:\n%s", res.stdout)
 	}
 }
