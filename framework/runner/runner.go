@@ -342,7 +342,12 @@ func (r *run) setupCluster(ctx context.Context) error {
 		return &SetupError{Step: "cluster client", Err: err}
 	}
 	if v, err := r.client.Discovery().ServerVersion(); err == nil {
-		r.info.KubernetesVersion, r.info.KubernetesCommit = v.GitVersion, v.GitCommit
+		r.info.KubernetesVersion = v.GitVersion
+		// A build without git stamping (like the local cluster's, from the
+		// module proxy) reports the unexpanded "$Format:%H$": no commit.
+		if !strings.HasPrefix(v.GitCommit, "$Format") {
+			r.info.KubernetesCommit = v.GitCommit
+		}
 	}
 	return nil
 }
