@@ -239,6 +239,13 @@ func (r *Report) Provider(name string) *ProviderStatus {
 	return nil
 }
 
+// runIdentity tells one run from another: a run started and finished at
+// its own times, on its own pair.
+type runIdentity struct {
+	started, finished             int64
+	k8sVersion, k8sCommit, digest string
+}
+
 // Evaluate applies the rules to a snapshot of a store. It never fails: a
 // run the rules cannot use is reported as a problem and skipped.
 func Evaluate(snap *store.Snapshot, cfg Config) *Report {
@@ -266,7 +273,16 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 		ps := ProviderStatus{Provider: name, Job: runs[0].Job, Pairs: []PairStatus{}, Runs: []RunVerdict{}}
 		pairs := map[Pair]*PairStatus{}
 		current := map[Pair]int{} // the streak each pair is on
+		// The same run directory published twice gets two build ids but
+		// is one run: it must not lengthen a streak.
+		seen := map[runIdentity]string{}
 		for _, r := range runs {
+			id := runIdentity{r.Started.Unix(), r.Finished.Unix(), r.KubernetesVersion, r.KubernetesCommit, r.CCMDigest}
+			if first, dup := seen[id]; dup {
+				rep.Problems = append(rep.Problems, store.Problem{Path: strings.TrimSuffix(r.Location, "/"), Err: "the same run as build " + first + " published again; counted once"})
+				continue
+			}
+			seen[id] = r.ID
 			if r.Finished.After(ps.LastRun) {
 				ps.LastRun = r.Finished
 			}

@@ -275,3 +275,34 @@ func TestEvaluateKeepsProblems(t *testing.T) {
 		t.Errorf("problem path %q", rep.Problems[1].Path)
 	}
 }
+
+// Publishing one run directory three times gives three build ids but one
+// run: it must not make a pair last-known-good.
+func TestRepublishedRunCountsOnce(t *testing.T) {
+	var s seq
+	first := s.run("p", k37a, time.Hour, "pass")
+	var runs []*store.Run
+	for i := 0; i < 3; i++ {
+		again := *first
+		again.Build.ID = fmt.Sprintf("%s-%d", first.ID, i)
+		again.Location = "/store/logs/" + again.Job + "/" + again.Build.ID + "/"
+		runs = append(runs, &again)
+	}
+	rep := Evaluate(&store.Snapshot{Runs: runs}, Config{Now: func() time.Time { return now }})
+	ps := rep.Providers[0]
+	if ps.LKG != nil {
+		t.Errorf("LKG = %+v from one run published three times", ps.LKG)
+	}
+	if len(ps.Pairs) != 1 || ps.Pairs[0].Passes != 1 {
+		t.Errorf("pairs = %+v, want one pair with one pass", ps.Pairs)
+	}
+	dups := 0
+	for _, p := range rep.Problems {
+		if strings.Contains(p.Err, "published again") {
+			dups++
+		}
+	}
+	if dups != 2 {
+		t.Errorf("problems = %+v, want two republications reported", rep.Problems)
+	}
+}
