@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 )
 
 func skipUnlessIntegration(t *testing.T) {
@@ -226,10 +228,4 @@ func runDefectCase(t *testing.T, tt defectCase) {
 	}
 }
 
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func tail(s string, n int) string { return testbin.Tail(s, n) }

@@ -3,13 +3,13 @@ package main_test
 import (
 	"bytes"
 	"encoding/xml"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 )
 
 // binDir holds the harness and the reference provider, built once by
@@ -17,37 +17,10 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ccm-conformance-test-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binDir = dir
-	code := func() int {
-		defer os.RemoveAll(dir)
-		for _, pkg := range []string{
-			"./cmd/ccm-conformance",
-			"./providers/reference/cmd/reference-ccm",
-			"./providers/reference/cmd/reference-cloud",
-			"./providers/reference/cmd/reference-cloud-driver",
-		} {
-			cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, filepath.Base(pkg)), pkg)
-			cmd.Dir = repoRoot()
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-				return 2
-			}
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+	os.Exit(testbin.Main(m, &binDir, append([]string{"./cmd/ccm-conformance"}, testbin.ReferenceProvider...)...))
 }
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+func repoRoot() string { return testbin.RepoRoot() }
 
 // result is one run of the harness binary.
 type result struct {
@@ -72,30 +45,10 @@ func runHarness(t *testing.T, env []string, args ...string) result {
 }
 
 // referenceProfile writes a copy of the reference profile into dir, with
-// its binaries taken from binDir, the CCM's extra args appended, and
-// mutate applied to the text. It returns the copy's path.
+// its binaries taken from binDir (see testbin.ReferenceProfile).
 func referenceProfile(t *testing.T, dir string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(), "providers", "profiles", "reference.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.ReplaceAll(string(data), "../../bin/", binDir+"/")
-	if len(extraCCMArgs) > 0 {
-		var b strings.Builder
-		for _, a := range extraCCMArgs {
-			fmt.Fprintf(&b, "      - %s\n", a)
-		}
-		text = strings.Replace(text, "      - --cloud-provider=reference\n", "      - --cloud-provider=reference\n"+b.String(), 1)
-	}
-	if mutate != nil {
-		text = mutate(text)
-	}
-	path := filepath.Join(dir, "profile.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testbin.ReferenceProfile(t, dir, binDir, extraCCMArgs, mutate)
 }
 
 // junitSuites is the part of ginkgo's JUnit report the tests read.
@@ -155,15 +108,4 @@ func oneLine(t *testing.T, s string) {
 	}
 }
 
-// shortTempDir is a temporary directory with a short path: the reference
-// cloud listens on a unix socket below TMPDIR, and socket paths are limited
-// to 108 bytes, which t.TempDir's long names can exceed.
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/tmp", "ccmc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func shortTempDir(t *testing.T) string { return testbin.ShortTempDir(t) }

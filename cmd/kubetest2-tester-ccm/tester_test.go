@@ -5,17 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 )
 
 // binDir holds kubetest2-tester-ccm and the reference provider, built once
@@ -23,37 +23,10 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kubetest2-tester-ccm-test-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binDir = dir
-	code := func() int {
-		defer os.RemoveAll(dir)
-		for _, pkg := range []string{
-			"./cmd/kubetest2-tester-ccm",
-			"./providers/reference/cmd/reference-ccm",
-			"./providers/reference/cmd/reference-cloud",
-			"./providers/reference/cmd/reference-cloud-driver",
-		} {
-			cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, filepath.Base(pkg)), pkg)
-			cmd.Dir = repoRoot()
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-				return 2
-			}
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+	os.Exit(testbin.Main(m, &binDir, append([]string{"./cmd/kubetest2-tester-ccm"}, testbin.ReferenceProvider...)...))
 }
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+func repoRoot() string { return testbin.RepoRoot() }
 
 // result is one run of the tester.
 type result struct {
@@ -161,37 +134,14 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// referenceProfile writes a copy of the reference profile with its binaries
-// taken from binDir and the CCM's extra args appended.
+// referenceProfile writes a copy of the reference profile with its
+// binaries taken from binDir and the CCM's extra args appended.
 func referenceProfile(t *testing.T, dir string, extraCCMArgs ...string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(), "providers", "profiles", "reference.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.ReplaceAll(string(data), "../../bin/", binDir+"/")
-	for _, a := range extraCCMArgs {
-		text = strings.Replace(text, "      - --cloud-provider=reference\n", "      - --cloud-provider=reference\n      - "+a+"\n", 1)
-	}
-	path := filepath.Join(dir, "profile.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testbin.ReferenceProfile(t, dir, binDir, extraCCMArgs, nil)
 }
 
-// shortTempDir is a temporary directory with a short path: the reference
-// cloud listens on a unix socket below TMPDIR, and socket paths are limited
-// to 108 bytes.
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/tmp", "kt2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func shortTempDir(t *testing.T) string { return testbin.ShortTempDir(t) }
 
 type junitCase struct {
 	Name    string    `xml:"name,attr"`
@@ -360,10 +310,4 @@ func TestIntegrationTesterOnAnExistingCluster(t *testing.T) {
 	}
 }
 
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func tail(s string, n int) string { return testbin.Tail(s, n) }
