@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/k8sbin"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 )
 
 // Names of the components, as used for their log files and in Components.
@@ -260,7 +262,7 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 		}
 		if err := waitReady(ctx, p, o.ReadyTimeout, s.ready); err != nil {
 			return &ComponentError{Component: s.name, Command: p.commandLine(), LogPath: logPath,
-				LogTail: logTail(logPath, logTailLines), Err: err}
+				LogTail: proc.LogTail(logPath, logTailLines), Err: err}
 		}
 		c.log.V(1).Info("Component ready", "component", s.name, "pid", p.pid, "elapsed", time.Since(started))
 	}

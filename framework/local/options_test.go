@@ -3,7 +3,6 @@ package local
 import (
 	"crypto/x509"
 	"encoding/pem"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -218,40 +217,5 @@ func TestPKI(t *testing.T) {
 		if info.Mode().Perm() != 0o600 {
 			t.Errorf("%s has mode %v, want 0600", key, info.Mode().Perm())
 		}
-	}
-}
-
-func TestLogTail(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	var long strings.Builder
-	for i := range 5000 {
-		fmt.Fprintf(&long, "%s line %d\n", strings.Repeat("x", 20), i)
-	}
-	tests := []struct {
-		name string
-		path string
-		want []string
-	}{
-		{name: "short", path: write("short", "one\ntwo\n"), want: []string{"one", "two"}},
-		{name: "empty", path: write("empty", ""), want: []string{"(log is empty)"}},
-		{name: "last lines of a long log", path: write("long", long.String()+"last\n"), want: []string{"xxxxxxxxxxxxxxxxxxxx line 4999", "last"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := logTail(tt.path, len(tt.want))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("logTail = %q, want %q", got, tt.want)
-			}
-		})
-	}
-	if got := logTail(filepath.Join(dir, "missing"), 3); len(got) != 1 || !strings.Contains(got[0], "log unreadable") {
-		t.Errorf("logTail of a missing file = %q", got)
 	}
 }

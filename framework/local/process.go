@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 )
 
 const (
@@ -146,50 +147,7 @@ func pidAlive(pid int) bool {
 func (p *process) commandLine() string { return commandLine(p.binary, p.args) }
 
 func commandLine(binary string, args []string) string {
-	parts := []string{shellQuote(binary)}
-	for _, a := range args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`;&|<>*?()[]{}!#~") {
-		return s
-	}
-	return strconv.Quote(s)
-}
-
-// logTail returns the last n lines of the file at path, or a line saying
-// why it could not be read.
-func logTail(path string, n int) []string {
-	const maxRead = 64 * 1024
-	f, err := os.Open(path)
-	if err != nil {
-		return []string{fmt.Sprintf("(log unreadable: %v)", err)}
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return []string{fmt.Sprintf("(log unreadable: %v)", err)}
-	}
-	offset := max(info.Size()-maxRead, 0)
-	buf := make([]byte, info.Size()-offset)
-	if _, err := f.ReadAt(buf, offset); err != nil {
-		return []string{fmt.Sprintf("(log unreadable: %v)", err)}
-	}
-	text := strings.TrimRight(string(buf), "\n")
-	if text == "" {
-		return []string{"(log is empty)"}
-	}
-	lines := strings.Split(text, "\n")
-	if offset > 0 && len(lines) > 1 {
-		lines = lines[1:] // the first line read is likely cut
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
+	return proc.CommandLine(append([]string{binary}, args...))
 }
 
 // ComponentError is a component of the local cluster that failed to start

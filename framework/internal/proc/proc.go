@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,15 +105,39 @@ func (p *Process) ExitError() error {
 
 // Tail returns the last n lines of the log.
 func (p *Process) Tail(n int) string {
-	data, err := os.ReadFile(p.opts.LogPath)
+	return strings.Join(LogTail(p.opts.LogPath, n), "\n")
+}
+
+// LogTail returns the last n lines of the file at path, or a line saying
+// why it could not be read. It reads at most the last 64 KiB.
+func LogTail(path string, n int) []string {
+	const maxRead = 64 * 1024
+	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Sprintf("(log unreadable: %v)", err)
+		return []string{fmt.Sprintf("(log unreadable: %v)", err)}
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return []string{fmt.Sprintf("(log unreadable: %v)", err)}
+	}
+	offset := max(info.Size()-maxRead, 0)
+	buf := make([]byte, info.Size()-offset)
+	if _, err := f.ReadAt(buf, offset); err != nil {
+		return []string{fmt.Sprintf("(log unreadable: %v)", err)}
+	}
+	text := strings.TrimRight(string(buf), "\n")
+	if text == "" {
+		return []string{"(log is empty)"}
+	}
+	lines := strings.Split(text, "\n")
+	if offset > 0 && len(lines) > 1 {
+		lines = lines[1:] // the first line read is likely cut
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 // Log returns the whole log.
@@ -146,15 +171,19 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	return nil
 }
 
-// CommandLine renders a command for messages, quoting arguments with spaces.
+// CommandLine renders a command as a shell would take it, quoting the
+// arguments that need it.
 func CommandLine(command []string) string {
 	parts := make([]string, len(command))
 	for i, c := range command {
-		if c == "" || strings.ContainsAny(c, " \t\"'") {
-			parts[i] = fmt.Sprintf("%q", c)
-		} else {
-			parts[i] = c
-		}
+		parts[i] = shellQuote(c)
 	}
 	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`;&|<>*?()[]{}!#~") {
+		return s
+	}
+	return strconv.Quote(s)
 }

@@ -2,7 +2,10 @@ package proc
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,5 +67,40 @@ func TestStartMissingExecutable(t *testing.T) {
 func TestCommandLine(t *testing.T) {
 	if got := CommandLine([]string{"ccm", "--flag=a b", ""}); got != `ccm "--flag=a b" ""` {
 		t.Errorf("CommandLine = %s", got)
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var long strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&long, "%s line %d\n", strings.Repeat("x", 20), i)
+	}
+	tests := []struct {
+		name string
+		path string
+		want []string
+	}{
+		{name: "short", path: write("short", "one\ntwo\n"), want: []string{"one", "two"}},
+		{name: "empty", path: write("empty", ""), want: []string{"(log is empty)"}},
+		{name: "last lines of a long log", path: write("long", long.String()+"last\n"), want: []string{"xxxxxxxxxxxxxxxxxxxx line 4999", "last"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := LogTail(tt.path, len(tt.want))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("LogTail = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if got := LogTail(filepath.Join(dir, "missing"), 3); len(got) != 1 || !strings.Contains(got[0], "log unreadable") {
+		t.Errorf("LogTail of a missing file = %q", got)
 	}
 }
