@@ -46,6 +46,16 @@ func (f *Framework) DeleteNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
+// DeleteService deletes a Service; one already gone is fine. Specs pass it
+// to DeferCleanup right after creating a Service.
+func (f *Framework) DeleteService(ctx context.Context, namespace, name string) error {
+	err := f.Client.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Service %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
 // LoadBalancerService returns a Service of type LoadBalancer with one TCP
 // port 80, for a spec to adjust before creating it.
 func LoadBalancerService(namespace, name string) *corev1.Service {

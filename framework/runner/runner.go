@@ -105,7 +105,9 @@ type cleanup struct {
 	fn   func(context.Context) error
 }
 
-func (r *run) defer_(what string, fn func(context.Context) error) {
+// onTeardown registers fn to run when the run ends, in reverse order of
+// registration.
+func (r *run) onTeardown(what string, fn func(context.Context) error) {
 	r.cleanups = append(r.cleanups, cleanup{what, fn})
 }
 
@@ -256,7 +258,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return &SetupError{Step: "run directory", Err: err}
 	}
-	r.defer_("remove run directory", func(context.Context) error { return os.RemoveAll(r.runDir) })
+	r.onTeardown("remove run directory", func(context.Context) error { return os.RemoveAll(r.runDir) })
 
 	if err := r.setupCluster(ctx); err != nil {
 		return err
@@ -329,7 +331,7 @@ func (r *run) setupCluster(ctx context.Context) error {
 		if err != nil {
 			return &SetupError{Step: "local cluster", Err: err}
 		}
-		r.defer_("stop local cluster", func(ctx context.Context) error {
+		r.onTeardown("stop local cluster", func(ctx context.Context) error {
 			err := r.cluster.Stop(ctx)
 			r.copyClusterLogs()
 			return err
@@ -375,7 +377,7 @@ func (r *run) startService(ctx context.Context, s profile.Service) error {
 	if err != nil {
 		return &SetupError{Step: "service " + s.Name, Err: err}
 	}
-	r.defer_("stop service "+s.Name, func(ctx context.Context) error { return p.Stop(ctx, 10*time.Second) })
+	r.onTeardown("stop service "+s.Name, func(ctx context.Context) error { return p.Stop(ctx, 10*time.Second) })
 	if s.ReadyFile == "" {
 		return nil
 	}
@@ -414,7 +416,7 @@ func (r *run) startCCM(ctx context.Context) error {
 		return &SetupError{Step: "ccm", Err: err}
 	}
 	r.ccm = &mainCCM{current: p}
-	r.defer_("stop ccm", r.ccm.Stop)
+	r.onTeardown("stop ccm", r.ccm.Stop)
 	return nil
 }
 
@@ -474,7 +476,7 @@ func (c ccmInstances) Start(ctx context.Context, name string, extraArgs []string
 	if err != nil {
 		return nil, err
 	}
-	c.r.defer_("stop ccm "+name, p.Stop)
+	c.r.onTeardown("stop ccm "+name, p.Stop)
 	return p, nil
 }
 
@@ -503,7 +505,7 @@ func (r *run) registerNodes(ctx context.Context) error {
 	}
 	r.kubelets = nodes.NewPool(r.client, nodes.Options{KubeletVersion: r.clusterVersion(), ServeNodePorts: true})
 	r.machines = framework.NewMachines(r.driver, r.kubelets, r.profile.Cluster.IPFamilies)
-	r.defer_("remove simulated nodes", func(ctx context.Context) error {
+	r.onTeardown("remove simulated nodes", func(ctx context.Context) error {
 		var errs []error
 		for _, name := range r.instances {
 			errs = append(errs, r.machines.Delete(ctx, name))

@@ -242,12 +242,7 @@ func (l *lm) writeConfig(cfg migrationConfig, name string) string {
 func (l *lm) createService(ctx context.Context, name string) *corev1.Service {
 	svc, err := l.f.Client.CoreV1().Services(l.ns).Create(ctx, framework.LoadBalancerService(l.ns, name), metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred(), "creating Service %s/%s", l.ns, name)
-	DeferCleanup(func(ctx SpecContext) {
-		err := l.f.Client.CoreV1().Services(l.ns).Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			Fail(fmt.Sprintf("deleting Service %s/%s: %v", l.ns, name, err))
-		}
-	})
+	DeferCleanup(l.f.DeleteService, l.ns, name)
 	return svc
 }
 

@@ -6,7 +6,6 @@ package loadbalancer
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -43,12 +42,7 @@ func (l *lb) create(ctx context.Context, name string, mutate func(*corev1.Servic
 	}
 	created, err := l.f.Client.CoreV1().Services(l.ns).Create(ctx, svc, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred(), "creating Service %s/%s", l.ns, name)
-	DeferCleanup(func(ctx SpecContext) {
-		err := l.f.Client.CoreV1().Services(l.ns).Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			Fail(fmt.Sprintf("deleting Service %s/%s: %v", l.ns, name, err))
-		}
-	})
+	DeferCleanup(l.f.DeleteService, l.ns, name)
 	return created
 }
 

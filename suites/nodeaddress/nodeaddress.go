@@ -46,6 +46,19 @@ func declare(f *framework.Framework) {
 			return nodes
 		}
 
+		// waitInitialized waits until the node has lost the uninitialized
+		// taint and, if check is set, passes check.
+		waitInitialized := func(ctx context.Context, name string, check func(Gomega, *corev1.Node)) {
+			Eventually(ctx, func(g Gomega) {
+				n, err := f.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", name)
+				if check != nil {
+					check(g, n)
+				}
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+		}
+
 		instanceOf := func(ctx context.Context, node string) *clouddriver.Instance {
 			inst, err := f.Driver.GetInstance(ctx, node)
 			Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the instance of node %s", node)
@@ -115,12 +128,9 @@ func declare(f *framework.Framework) {
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(f.Machines.Delete, m.Name)
 
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", m.Name)
+			waitInitialized(ctx, m.Name, func(g Gomega, n *corev1.Node) {
 				g.Expect(n.Spec.ProviderID).To(Equal(m.Instance.ProviderID), "node %s: spec.providerID", m.Name)
-			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+			})
 			AddReportEntry("node-initialized", time.Since(added), ReportEntryVisibilityFailureOrVerbose)
 		})
 
@@ -131,11 +141,7 @@ func declare(f *framework.Framework) {
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(f.Machines.Delete, m.Name)
 
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", m.Name)
-			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+			waitInitialized(ctx, m.Name, nil)
 
 			// Give the instance a new external address, as when an elastic
 			// or floating IP is attached to a running machine.
