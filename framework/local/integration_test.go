@@ -276,14 +276,31 @@ func TestIntegrationClusterDiesWithHarness(t *testing.T) {
 	state := startInHelper(t, ctx, dir, false)
 	defer StopDir(context.Background(), dir)
 
+	// A dying process loses its command line before it stops running, so
+	// both checks are polled together: the components get 10 seconds to
+	// finish exiting, not to be found by one of the two checks.
+	gone := func() bool {
+		if len(processesMentioning(t, dir)) > 0 {
+			return false
+		}
+		for _, comp := range state.Components {
+			if sameProcess(comp) {
+				return false
+			}
+		}
+		return true
+	}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return len(processesMentioning(t, dir)) == 0, nil
+		return gone(), nil
 	})
-	if err != nil {
-		t.Errorf("processes %v outlived the process that started them", processesMentioning(t, dir))
+	if err == nil {
+		return
+	}
+	if pids := processesMentioning(t, dir); len(pids) > 0 {
+		t.Errorf("processes %v outlived the process that started them", pids)
 	}
 	for _, comp := range state.Components {
-		if pidAlive(comp.PID) {
+		if sameProcess(comp) {
 			t.Errorf("%s (pid %d) outlived the process that started it", comp.Name, comp.PID)
 		}
 	}
