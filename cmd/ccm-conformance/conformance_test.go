@@ -55,6 +55,9 @@ type defectCase struct {
 	defects     string // --reference-defects
 	labelFilter string // narrows the run to the suite under test
 	driverFault string // shell case arm that breaks the cloud driver, see brokenDriver
+	// profileEdit changes the reference profile's text after the driver
+	// fault is applied.
+	profileEdit func(string) string
 	failing     map[string][]string
 }
 
@@ -164,12 +167,14 @@ func runDefectCase(t *testing.T, tt defectCase) {
 	if tt.defects != "" {
 		extra = append(extra, "--reference-defects="+tt.defects)
 	}
-	var mutate func(string) string
-	if tt.driverFault != "" {
-		driver := brokenDriver(t, tt.driverFault)
-		mutate = func(s string) string {
-			return strings.Replace(s, "command: ["+binDir+"/reference-cloud-driver]", "command: ["+driver+"]", 1)
+	mutate := func(s string) string {
+		if tt.driverFault != "" {
+			s = strings.Replace(s, "command: ["+binDir+"/reference-cloud-driver]", "command: ["+brokenDriver(t, tt.driverFault)+"]", 1)
 		}
+		if tt.profileEdit != nil {
+			s = tt.profileEdit(s)
+		}
+		return s
 	}
 	profile := referenceProfile(t, t.TempDir(), extra, mutate)
 	args := []string{"run", "--provider", profile, "--artifacts", artifacts}

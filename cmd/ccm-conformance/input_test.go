@@ -19,6 +19,9 @@ func TestBadInput(t *testing.T) {
 	missingBinary := referenceProfile(t, t.TempDir(), nil, func(s string) string {
 		return strings.Replace(s, binDir+"/reference-ccm", "/nonexistent/reference-ccm", 1)
 	})
+	missingMigrationConfig := referenceProfile(t, t.TempDir(), nil, func(s string) string {
+		return strings.Replace(s, "deploy/leader-migration.yaml", "deploy/no-such-migration.yaml", 1)
+	})
 
 	// An unreachable cluster: a kubeconfig pointing at a port nothing
 	// listens on.
@@ -48,6 +51,8 @@ current-context: dead
 		{"malformed profile", []string{"run", "--provider", malformed}, []string{malformed, "timeouts.nodeInitialize", `"soon"`}},
 		{"missing profile", []string{"run", "--provider", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml", "no such file"}},
 		{"missing CCM binary", []string{"run", "--provider", missingBinary}, []string{"ccm.binary.path", "/nonexistent/reference-ccm", "no such file"}},
+		{"missing leader migration configuration", []string{"run", "--provider", missingMigrationConfig},
+			[]string{missingMigrationConfig, "leaderMigration.config", "no-such-migration.yaml", "no such file"}},
 		{"unreachable cluster", []string{"run", "--provider", good, "--kubeconfig", kubeconfig}, []string{"unreachable", deadAddr, kubeconfig}},
 		{"bad label filter", []string{"run", "--provider", good, "--label-filter", "A &&"}, []string{"--label-filter"}},
 		{"no provider flag", []string{"run"}, []string{"provider"}},

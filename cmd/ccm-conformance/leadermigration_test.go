@@ -26,7 +26,7 @@ func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
 		locked   = "keeps the migrated controllers stopped while another manager holds the migration lease"
 		overlap  = "never runs a migrated controller in two replicas at once"
 		rollback = "does not run a controller the configuration gives back to kube-controller-manager"
-		names    = "covers every cloud controller it runs with the migration lock when started with no --leader-migration-config"
+		names    = "covers every cloud controller it runs with the migration lock of the configuration it ships"
 	)
 	tests := []defectCase{
 		{
@@ -38,16 +38,27 @@ func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
 					" and the CCM under test (instance lm-overlap-b-"},
 				rollback: {"runs [service-lb-controller] although the peer (CCM instance lm-rollback-holder) holds the migration lease",
 					"the configuration gives service-lb-controller to kube-controller-manager"},
-				names: {"with --enable-leader-migration and no --leader-migration-config, the CCM runs service-lb-controller outside the migration lock",
+				names: {"with --enable-leader-migration and --leader-migration-config=" + filepath.Join(repoRoot(), "providers", "reference", "deploy", "leader-migration.yaml") +
+					" (the profile's leaderMigration.config), the CCM runs service-lb-controller outside the migration lock",
 					"the CCM under test (instance lm-names-ccm) listed it in /healthz?verbose while the peer (CCM instance lm-names-holder) held the migration lease kube-system/cloud-provider-extraction-migration",
+					"Its shipped migration configuration (from /configz) names ",
 					"The cloud logged EnsureLoadBalancer by caller"},
 			},
 		},
 		{
 			// What every CCM built on k8s.io/cloud-provider v0.37.2 does
-			// unless its main corrects the default, as reference-ccm's does.
-			name: "upstream default migration configuration", defects: "upstream-migration-default",
-			labelFilter: "LeaderMigration",
+			// when it is run without the configuration its provider ships:
+			// the reference CCM leaves upstream's default as it is.
+			name: "upstream default migration configuration", labelFilter: "LeaderMigration",
+			profileEdit: func(s string) string {
+				const block = "leaderMigration:\n  config: "
+				i := strings.Index(s, block)
+				if i < 0 {
+					t.Fatalf("the reference profile has no %q", block)
+				}
+				end := i + strings.Index(s[i:], ".yaml\n") + len(".yaml\n")
+				return s[:i] + s[end:]
+			},
 			failing: map[string][]string{
 				names: {"with --enable-leader-migration and no --leader-migration-config, the CCM runs node-route-controller, service-lb-controller outside the migration lock",
 					"Its default migration configuration (from /configz) names route-controller, service-controller, cloud-node-lifecycle-controller: " +

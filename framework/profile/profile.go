@@ -48,6 +48,9 @@ type Profile struct {
 	Cluster Cluster `json:"cluster,omitempty"`
 	// Timeouts override the named waits; unset ones keep their defaults.
 	Timeouts Timeouts `json:"timeouts,omitempty"`
+	// LeaderMigration describes how the provider ships its CCM for a leader
+	// migration; only the leader migration suite reads it.
+	LeaderMigration *LeaderMigrationOptions `json:"leaderMigration,omitempty"`
 
 	// Dir is the directory of the profile file; relative paths in the profile
 	// are resolved against it.
@@ -105,6 +108,17 @@ type Service struct {
 type CloudDriver struct {
 	Command []string          `json:"command"`
 	Env     map[string]string `json:"env,omitempty"`
+}
+
+// LeaderMigrationOptions is what a provider ships for moving the cloud controllers
+// from kube-controller-manager to its CCM (docs/leader-migration.md).
+type LeaderMigrationOptions struct {
+	// Config is the LeaderMigrationConfiguration file the provider ships
+	// with its CCM (controllermanager.config.k8s.io/v1), passed as
+	// --leader-migration-config; relative to the profile's directory.
+	// Without it the CCM runs with k8s.io/cloud-provider's default
+	// configuration.
+	Config string `json:"config"`
 }
 
 // Cluster holds settings for clusters the harness creates itself (the
@@ -260,6 +274,16 @@ func (p *Profile) Validate() field.ErrorList {
 	}
 
 	errs = append(errs, p.Timeouts.validate(field.NewPath("timeouts"))...)
+
+	if lm := p.LeaderMigration; lm != nil {
+		path := field.NewPath("leaderMigration", "config")
+		switch {
+		case lm.Config == "":
+			errs = append(errs, field.Required(path, "the LeaderMigrationConfiguration file the CCM ships with; leave out leaderMigration for upstream's default"))
+		case strings.Contains(lm.Config, "${"):
+			errs = append(errs, field.Invalid(path, lm.Config, "a file path relative to the profile; variables are not expanded here"))
+		}
+	}
 	return errs
 }
 
@@ -310,6 +334,18 @@ func (p *Profile) ResolvePath(path string) string {
 		return path
 	}
 	return filepath.Join(p.Dir, path)
+}
+
+// LeaderMigrationConfig returns the absolute path of the provider's leader
+// migration configuration file, or "" when the profile names none.
+func (p *Profile) LeaderMigrationConfig() string {
+	if p.LeaderMigration == nil || p.LeaderMigration.Config == "" {
+		return ""
+	}
+	if filepath.IsAbs(p.LeaderMigration.Config) {
+		return p.LeaderMigration.Config
+	}
+	return filepath.Join(p.Dir, p.LeaderMigration.Config)
 }
 
 // Has reports whether the profile claims capability c.

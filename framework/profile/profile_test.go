@@ -23,6 +23,9 @@ func TestLoadValid(t *testing.T) {
 			if p.CloudDriver != nil {
 				t.Errorf("cloudDriver = %+v, want nil", p.CloudDriver)
 			}
+			if got := p.LeaderMigrationConfig(); got != "" {
+				t.Errorf("LeaderMigrationConfig = %q, want none", got)
+			}
 		}},
 		{"valid-deployed.yaml", func(t *testing.T, p *Profile) {
 			if p.CCM.Deployed == nil || p.CCM.Deployed.Namespace != "kube-system" {
@@ -41,6 +44,9 @@ func TestLoadValid(t *testing.T) {
 			}
 			if want := filepath.Join(p.Dir, "../bin/ccm"); p.ResolvePath(p.CCM.Binary.Path) != filepath.Clean(want) {
 				t.Errorf("ResolvePath = %s, want %s", p.ResolvePath(p.CCM.Binary.Path), want)
+			}
+			if want := filepath.Join(p.Dir, "migration/leader-migration.yaml"); p.LeaderMigrationConfig() != want {
+				t.Errorf("LeaderMigrationConfig = %s, want %s", p.LeaderMigrationConfig(), want)
 			}
 			e := p.NewExpander("/run/x", "/run/x/kubeconfig")
 			if got := e.Expand(p.CCM.Binary.Args[1]); got != "--cloud-config=/run/x/cloud.conf" {
@@ -72,6 +78,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-wrong-type.yaml", []string{"cluster.nodes", "string"}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
 		{"invalid-both-ccms.yaml", []string{"ccm.deployed", "exclusive"}},
+		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
 		{"invalid-not-yaml.yaml", []string{"not valid YAML"}},
 		{"invalid-wrong-apiversion.yaml", []string{"apiVersion", "ccm-conformance.dev/v1alpha1"}},
 	}

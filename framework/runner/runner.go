@@ -217,6 +217,13 @@ func (r *run) checkInput() error {
 			return &InputError{fmt.Errorf("profile %s: cloudDriver.command: %w", p.Path, err)}
 		}
 	}
+	if path := p.LeaderMigrationConfig(); path != "" {
+		if info, err := os.Stat(path); err != nil {
+			return &InputError{fmt.Errorf("profile %s: leaderMigration.config: %w", p.Path, err)}
+		} else if !info.Mode().IsRegular() {
+			return &InputError{fmt.Errorf("profile %s: leaderMigration.config: %s is not a file", p.Path, path)}
+		}
+	}
 	if r.opts.Kubeconfig != "" {
 		if _, err := os.Stat(r.opts.Kubeconfig); err != nil {
 			return &InputError{fmt.Errorf("--kubeconfig: %w", err)}

@@ -61,6 +61,8 @@ func ReferenceProfile(t *testing.T, dir, binDir string, extraCCMArgs []string, m
 		t.Fatal(err)
 	}
 	text := strings.ReplaceAll(string(data), "../../bin/", binDir+"/")
+	// Files the reference provider ships stay where they are in the tree.
+	text = strings.ReplaceAll(text, "../reference/", filepath.Join(RepoRoot(), "providers", "reference")+"/")
 	const anchor = "      - --cloud-provider=reference\n"
 	var extra strings.Builder
 	for _, a := range extraCCMArgs {

@@ -145,6 +145,27 @@ func (c migrationConfig) write(dir, name string) (string, error) {
 	return path, nil
 }
 
+// readMigrationConfig reads a LeaderMigrationConfiguration file, such as the
+// one a provider ships with its CCM.
+func readMigrationConfig(path string) (migrationConfig, error) {
+	var c migrationConfig
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("leader migration configuration: %w", err)
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("leader migration configuration %s: %w", path, err)
+	}
+	if c.Kind != "LeaderMigrationConfiguration" || !strings.HasPrefix(c.APIVersion, "controllermanager.config.k8s.io/") {
+		return c, fmt.Errorf("leader migration configuration %s: apiVersion %q, kind %q: want controllermanager.config.k8s.io/v1, LeaderMigrationConfiguration",
+			path, c.APIVersion, c.Kind)
+	}
+	if c.LeaderName == "" {
+		return c, fmt.Errorf("leader migration configuration %s: leaderName is empty", path)
+	}
+	return c, nil
+}
+
 // String shows the assignments, for failure messages.
 func (c migrationConfig) String() string {
 	parts := make([]string, len(c.ControllerLeaders))

@@ -1,7 +1,10 @@
 package leadermigration
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +103,61 @@ func TestCallerTakeBacks(t *testing.T) {
 	got := callerTakeBacks([]clouddriver.Call{call(1, "a"), call(2, "b"), call(3, "a")})
 	if want := `EnsureLoadBalancer by caller "a" (seq 3) after caller "b" had taken over (seq 2)`; len(got) != 1 || got[0] != want {
 		t.Errorf("callerTakeBacks = %q, want [%q]", got, want)
+	}
+}
+
+// readMigrationConfig reads what providers ship, and says which file is
+// wrong when it cannot.
+func TestReadMigrationConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tests := []struct {
+		name    string
+		path    string
+		want    migrationConfig
+		wantErr string
+	}{
+		{
+			name: "the reference provider's", path: filepath.Join("..", "..", "providers", "reference", "deploy", "leader-migration.yaml"),
+			want: newMigrationConfig(defaultMigrationLease, componentAny,
+				[]string{"service-lb-controller", "node-route-controller", "cloud-node-lifecycle-controller"}),
+		},
+		{name: "missing", path: filepath.Join(dir, "absent.yaml"), wantErr: "absent.yaml: no such file"},
+		{name: "not YAML", path: write("bad.yaml", "leaderName: [\n"), wantErr: "bad.yaml"},
+		{name: "wrong kind", path: write("kind.yaml", "apiVersion: v1\nkind: ConfigMap\nleaderName: x\n"),
+			wantErr: `kind.yaml: apiVersion "v1", kind "ConfigMap"`},
+		{name: "no lease", path: write("lease.yaml", "apiVersion: controllermanager.config.k8s.io/v1\nkind: LeaderMigrationConfiguration\n"),
+			wantErr: "lease.yaml: leaderName is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readMigrationConfig(tt.path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+			// Upstream accepts it too.
+			upstream, err := migrationconfig.ReadLeaderMigrationConfiguration(tt.path)
+			if err != nil {
+				t.Fatalf("upstream cannot read it: %v", err)
+			}
+			if errs := migrationconfig.ValidateLeaderMigrationConfiguration(upstream); len(errs) > 0 {
+				t.Fatalf("upstream rejects it: %v", errs)
+			}
+		})
 	}
 }

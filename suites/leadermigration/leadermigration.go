@@ -292,15 +292,22 @@ func declare(f *framework.Framework) {
 			noCloudChanges(ctx, mark, why)
 		})
 
-		It("covers every cloud controller it runs with the migration lock when started with no --leader-migration-config", func(ctx SpecContext) {
+		It("covers every cloud controller it runs with the migration lock of the configuration it ships", func(ctx SpecContext) {
 			l.spec = "lm-names"
-			// Both managers use their default migration configuration, so
-			// the lease is upstream's default one.
+			// Both managers use the configuration the provider ships (the
+			// profile's leaderMigration.config) or, without one, their
+			// default, whose lease is upstream's default one.
+			configFile := f.Profile.LeaderMigrationConfig()
 			lease := defaultMigrationLease
+			if configFile != "" {
+				shipped, err := readMigrationConfig(configFile)
+				Expect(err).NotTo(HaveOccurred(), "the profile's leaderMigration.config")
+				lease = shipped.LeaderName
+			}
 			DeferCleanup(l.deleteLeases, lease, l.ns+"-holder", l.ns+"-ccm")
-			holder := l.startHolder(ctx, migrationConfig{LeaderName: lease}, "")
+			holder := l.startHolder(ctx, migrationConfig{LeaderName: lease}, configFile)
 			mark := l.callMark(ctx)
-			u := l.startUnderTest(ctx, "")
+			u := l.startUnderTest(ctx, configFile)
 			l.createService(ctx, "web")
 
 			// Watch what it runs while it cannot have the migration lease.
@@ -331,23 +338,28 @@ func declare(f *framework.Framework) {
 			if len(outside) == 0 {
 				return
 			}
-			Fail(l.uncoveredMessage(ctx, u, holder, lease, outside, mark))
+			Fail(l.uncoveredMessage(ctx, u, holder, configFile, lease, outside, mark))
 		})
 	})
 }
 
 // uncoveredMessage says precisely which cloud controllers ran outside the
-// migration lock under the default configuration, what that configuration
+// migration lock under the configuration the CCM was started with
+// (configFile, or its default when that is empty), what that configuration
 // names, and what else showed it.
-func (l *lm) uncoveredMessage(ctx context.Context, u, holder *manager, lease string, outside []string, mark int64) string {
+func (l *lm) uncoveredMessage(ctx context.Context, u, holder *manager, configFile, lease string, outside []string, mark int64) string {
 	var b strings.Builder
 	them := "them"
 	if len(outside) == 1 {
 		them = "it"
 	}
-	fmt.Fprintf(&b, "with --enable-leader-migration and no --leader-migration-config, the CCM runs %s outside the migration lock: "+
+	started, which := "no --leader-migration-config", "default"
+	if configFile != "" {
+		started, which = "--leader-migration-config="+configFile+" (the profile's leaderMigration.config)", "shipped"
+	}
+	fmt.Fprintf(&b, "with --enable-leader-migration and %s, the CCM runs %s outside the migration lock: "+
 		"%s listed %s in /healthz?verbose while %s held the migration lease %s/%s.",
-		strings.Join(outside, ", "), u.role, them, holder.role, leaseNamespace, lease)
+		started, strings.Join(outside, ", "), u.role, them, holder.role, leaseNamespace, lease)
 	enabled, cfg, err := l.configz(ctx, u)
 	switch {
 	case err != nil:
@@ -355,7 +367,7 @@ func (l *lm) uncoveredMessage(ctx context.Context, u, holder *manager, lease str
 	case !enabled:
 		fmt.Fprintf(&b, " Its /configz says leader migration is off.")
 	default:
-		fmt.Fprintf(&b, " Its default migration configuration (from /configz) names %s", strings.Join(cfg.controllerNames(), ", "))
+		fmt.Fprintf(&b, " Its %s migration configuration (from /configz) names %s", which, strings.Join(cfg.controllerNames(), ", "))
 		var notes []string
 		for _, c := range outside {
 			if k := kcmNameOf(c); k != c && slices.Contains(cfg.controllerNames(), k) {

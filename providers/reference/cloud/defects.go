@@ -45,15 +45,6 @@ const (
 	// migrates it, so it runs while another manager holds the migration
 	// lease. (The reference-ccm main applies it.)
 	DefectServiceOutsideMigration Defect = "service-outside-migration-lease"
-	// DefectUpstreamMigrationDefault keeps k8s.io/cloud-provider's default
-	// leader migration configuration when no --leader-migration-config is
-	// given: it names the controllers as kube-controller-manager did
-	// (route-controller, service-controller), which matches none of the
-	// CCM's, so they run outside the migration lock. Every CCM built on
-	// k8s.io/cloud-provider v0.37.2 behaves so unless its main corrects
-	// the default, as reference-ccm's does. (The reference-ccm main
-	// applies it.)
-	DefectUpstreamMigrationDefault Defect = "upstream-migration-default"
 )
 
 // KnownDefects returns every defect, in the order of the list above.
@@ -63,7 +54,7 @@ func KnownDefects() []Defect {
 		DefectKeepLBOnDelete, DefectBackendsAllInstances, DefectIgnoreSourceRanges,
 		DefectWrongRouteCIDR, DefectKeepRoutes,
 		DefectInstanceExistsAlways, DefectNoShutdown,
-		DefectServiceOutsideMigration, DefectUpstreamMigrationDefault,
+		DefectServiceOutsideMigration,
 	}
 }
 

@@ -1,10 +1,9 @@
 // Command reference-ccm is the reference provider's cloud-controller-manager:
 // the upstream CCM of k8s.io/cloud-provider/app with the reference cloud
 // provider plugged in. It is set up the way k8s.io/cloud-provider's
-// sample/basic_main.go shows every external provider setting up its CCM,
-// with one correction: with --enable-leader-migration and no
-// --leader-migration-config, the default migration configuration names
-// this CCM's controllers (see migration.go and docs/leader-migration.md).
+// sample/basic_main.go shows every external provider setting up its CCM.
+// For leader migration it ships deploy/leader-migration.yaml, to be passed
+// as --leader-migration-config (docs/leader-migration.md).
 //
 //	reference-ccm --kubeconfig=... --cloud-config=cloud.yaml \
 //	    --reference-identity=ccm-1 --reference-defects=wrong-zone
@@ -54,10 +53,10 @@ func main() {
 	})
 
 	// The CCM calls the cloud initializer with the completed configuration
-	// just before it runs the controllers: the last moment to correct the
-	// leader migration configuration (see migration.go).
+	// just before it runs the controllers: the last moment a defect can
+	// change the leader migration configuration (see migration.go).
 	initialize := func(config *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
-		adjustLeaderMigration(&config.ComponentConfig.Generic, ccmOptions.Generic.LeaderMigration.ControllerMigrationConfig, referenceOptions.Defects)
+		applyMigrationDefects(&config.ComponentConfig.Generic, referenceOptions.Defects)
 		return initializeCloud(config)
 	}
 

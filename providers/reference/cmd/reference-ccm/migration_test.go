@@ -10,7 +10,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloud"
 )
 
-func TestAdjustLeaderMigration(t *testing.T) {
+func TestApplyMigrationDefects(t *testing.T) {
 	leaders := func(pairs ...string) []cmconfig.ControllerLeaderConfiguration {
 		var out []cmconfig.ControllerLeaderConfiguration
 		for i := 0; i < len(pairs); i += 2 {
@@ -19,28 +19,23 @@ func TestAdjustLeaderMigration(t *testing.T) {
 		return out
 	}
 	upstreamDefault := migrationconfig.DefaultLeaderMigrationConfiguration().ControllerLeaders
-	fromFile := leaders("service-lb-controller", "cloud-controller-manager", "node-route-controller", "kube-controller-manager")
+	shipped := leaders("service-lb-controller", "*", "node-route-controller", "*", "cloud-node-lifecycle-controller", "*")
 	tests := []struct {
-		name       string
-		disabled   bool
-		configFile string
-		given      []cmconfig.ControllerLeaderConfiguration
-		defects    []cloud.Defect
-		want       []cmconfig.ControllerLeaderConfiguration
+		name     string
+		disabled bool
+		given    []cmconfig.ControllerLeaderConfiguration
+		defects  []cloud.Defect
+		want     []cmconfig.ControllerLeaderConfiguration
 	}{
-		{name: "the default gets this CCM's names", given: upstreamDefault,
-			want: leaders("node-route-controller", "*", "service-lb-controller", "*", "cloud-node-lifecycle-controller", "*")},
-		{name: "a configuration file is kept as it is", configFile: "lm.yaml", given: fromFile, want: fromFile},
-		{name: "a configuration file with kube-controller-manager's names is kept too", configFile: "lm.yaml", given: upstreamDefault, want: upstreamDefault},
-		{name: "nothing changes while migration is off", disabled: true, given: upstreamDefault, want: upstreamDefault},
-		{name: "upstream-migration-default keeps upstream's default", given: upstreamDefault,
-			defects: []cloud.Defect{cloud.DefectUpstreamMigrationDefault}, want: upstreamDefault},
-		{name: "service-outside-migration-lease drops the service controller from a file", configFile: "lm.yaml", given: fromFile,
-			defects: []cloud.Defect{cloud.DefectServiceOutsideMigration},
-			want:    leaders("node-route-controller", "kube-controller-manager")},
-		{name: "service-outside-migration-lease drops it from the default", given: upstreamDefault,
+		{name: "without defects the shipped configuration is kept", given: shipped, want: shipped},
+		{name: "without defects upstream's default is kept, names and all", given: upstreamDefault, want: upstreamDefault},
+		{name: "service-outside-migration-lease drops the service controller", given: shipped,
 			defects: []cloud.Defect{cloud.DefectServiceOutsideMigration},
 			want:    leaders("node-route-controller", "*", "cloud-node-lifecycle-controller", "*")},
+		{name: "other defects change nothing", given: shipped,
+			defects: []cloud.Defect{cloud.DefectKeepRoutes}, want: shipped},
+		{name: "nothing changes while migration is off", disabled: true, given: shipped,
+			defects: []cloud.Defect{cloud.DefectServiceOutsideMigration}, want: shipped},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,9 +48,12 @@ func TestAdjustLeaderMigration(t *testing.T) {
 			for _, d := range tt.defects {
 				defects[d] = true
 			}
-			adjustLeaderMigration(generic, tt.configFile, defects)
+			applyMigrationDefects(generic, defects)
 			if got := generic.LeaderMigration.ControllerLeaders; !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("controller leaders = %v, want %v", got, tt.want)
+			}
+			if !reflect.DeepEqual(given, tt.given) {
+				t.Errorf("the configuration passed in was changed in place: %v", given)
 			}
 			if generic.LeaderMigration.LeaderName != "lm" {
 				t.Errorf("leader name changed to %q", generic.LeaderMigration.LeaderName)
