@@ -214,29 +214,41 @@ func TestLKGCommands(t *testing.T) {
 	})
 }
 
-// publish puts a run directory into a gs:// store (a GCS emulator the test
-// starts), and lkg reads it back from there.
-func TestPublishToGCS(t *testing.T) {
-	url := storetest.FakeGCS(t, "ccm-results") + "/ci"
-	var builds []string
-	for i := 0; i < 3; i++ {
-		run := t.TempDir()
-		storetest.WriteRunDir(t, run, storetest.Run{
-			Provider: "reference", KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:ref",
-			Started: time.Now().Add(-time.Duration(3-i) * time.Hour).Truncate(time.Second),
-			Specs:   []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"ReleaseBlocking"}}},
+// publish puts run directories into bucket stores (gs:// in a GCS emulator,
+// s3:// in an S3 emulator, both started by the test), and lkg reads them
+// back from there.
+func TestPublishToBuckets(t *testing.T) {
+	for _, tt := range []struct {
+		scheme string
+		open   func(t *testing.T) string
+	}{
+		{"gs", func(t *testing.T) string { return storetest.FakeGCS(t, "ccm-results") + "/ci" }},
+		{"s3", func(t *testing.T) string { return storetest.FakeS3(t, "ccm-results", "ci") }},
+	} {
+		t.Run(tt.scheme, func(t *testing.T) {
+			url := tt.open(t)
+			for i := 0; i < 3; i++ {
+				run := t.TempDir()
+				storetest.WriteRunDir(t, run, storetest.Run{
+					Provider: "reference", KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:ref",
+					Started: time.Now().Add(-time.Duration(3-i) * time.Hour).Truncate(time.Second),
+					Specs:   []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"ReleaseBlocking"}}},
+				})
+				res := runHarness(t, nil, "publish", "--store", url, run)
+				if res.code != 0 {
+					t.Fatalf("publish: exit %d: %s", res.code, res.stderr)
+				}
+				if where := tt.scheme + "://ccm-results/ci/logs/ccm-conformance-reference/"; !strings.Contains(res.stdout, where) {
+					t.Errorf("publish does not say where (%s): %s", where, res.stdout)
+				}
+			}
+			res := runHarness(t, nil, "lkg", "check", "--store", url, "--kubernetes", "v1.37.2")
+			if res.code != 0 {
+				t.Errorf("lkg check on %s://: exit %d\n%s%s", tt.scheme, res.code, res.stdout, res.stderr)
+			}
+			if !strings.Contains(res.stdout, "reference") {
+				t.Errorf("lkg check does not name the provider:\n%s", res.stdout)
+			}
 		})
-		res := runHarness(t, nil, "publish", "--store", url, run)
-		if res.code != 0 {
-			t.Fatalf("publish: exit %d: %s", res.code, res.stderr)
-		}
-		if !strings.Contains(res.stdout, "gs://ccm-results/ci/logs/ccm-conformance-reference/") {
-			t.Errorf("publish does not say where: %s", res.stdout)
-		}
-		builds = append(builds, res.stdout)
-	}
-	res := runHarness(t, nil, "lkg", "check", "--store", url, "--kubernetes", "v1.37.2")
-	if res.code != 0 {
-		t.Errorf("lkg check on gs://: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
@@ -31,13 +33,14 @@ func run(provider string, started time.Time, states ...types.SpecState) storetes
 }
 
 // stores returns the kinds of store every behaviour is checked on: a
-// directory by plain path, a file:// URL, and a gs:// bucket (with a
-// prefix) in a GCS emulator.
+// directory by plain path, a file:// URL, a gs:// bucket in a GCS emulator
+// and an s3:// bucket in an S3 emulator (both with a prefix), and memory.
 func stores(t *testing.T) map[string]func(t *testing.T) string {
 	return map[string]func(t *testing.T) string{
 		"path":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "results") },
 		"file":   func(t *testing.T) string { return "file://" + filepath.Join(t.TempDir(), "results") },
 		"gs":     func(t *testing.T) string { return storetest.FakeGCS(t, "results") + "/ci" },
+		"s3":     func(t *testing.T) string { return storetest.FakeS3(t, "results", "ci") },
 		"memory": func(t *testing.T) string { return "mem://" },
 	}
 }
@@ -335,5 +338,35 @@ func TestJobName(t *testing.T) {
 	}
 	if _, ok := store.ProviderOf("periodic-kind"); ok {
 		t.Error("a job of another harness is taken for one of ours")
+	}
+}
+
+// Claiming a build id in a bucket relies on if-not-exists writes, not on
+// the check-then-write fallback: both emulators must refuse a second
+// create of one key, as GCS and S3 do.
+func TestBucketsRefuseASecondCreate(t *testing.T) {
+	for kind, newURL := range map[string]func(t *testing.T) string{
+		"gs": func(t *testing.T) string { return storetest.FakeGCS(t, "results") },
+		"s3": func(t *testing.T) string { return storetest.FakeS3(t, "results", "") },
+	} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			b, err := blob.OpenBucket(ctx, newURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			opts := &blob.WriterOptions{IfNotExist: true}
+			if err := b.WriteAll(ctx, "logs/job/1/started.json", []byte("first"), opts); err != nil {
+				t.Fatalf("first create: %v", err)
+			}
+			err = b.WriteAll(ctx, "logs/job/1/started.json", []byte("second"), opts)
+			if code := gcerrors.Code(err); code != gcerrors.FailedPrecondition {
+				t.Fatalf("second create: error %v (code %v), want FailedPrecondition", err, code)
+			}
+			if got, err := b.ReadAll(ctx, "logs/job/1/started.json"); err != nil || string(got) != "first" {
+				t.Errorf("object = %q, %v; want the first write kept", got, err)
+			}
+		})
 	}
 }

@@ -1,16 +1,21 @@
 // Package storetest helps tests seed results stores: it writes run
-// directories through the real prow observer, publishes them, and starts a
-// GCS emulator (fake-gcs-server, in process, on loopback) for gs:// stores.
+// directories through the real prow observer, publishes them, and starts
+// emulators on loopback, in process: fake-gcs-server for gs:// stores and
+// gofakes3 for s3:// stores.
 package storetest
 
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
@@ -147,6 +152,37 @@ func FakeGCS(t testing.TB, bucket string) string {
 	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
 	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(srv.URL(), "http://"))
 	return "gs://" + bucket
+}
+
+// FakeS3 starts an S3 emulator on loopback with the bucket, gives the AWS
+// SDK static credentials and no shared config (environment variables, so
+// the test must not be parallel), and returns the s3:// URL of prefix in
+// the bucket (no prefix when it is empty), with the query that points
+// gocloud's s3blob at the emulator. The emulator stops when the test ends.
+func FakeS3(t testing.TB, bucket, prefix string) string {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket(bucket); err != nil {
+		t.Fatalf("creating bucket %s in the S3 emulator: %v", bucket, err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "ccm-conformance-test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "ccm-conformance-test")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	q := url.Values{}
+	q.Set("endpoint", srv.URL)
+	q.Set("region", "us-east-1")
+	q.Set("use_path_style", "true")
+	u := url.URL{Scheme: "s3", Host: bucket, RawQuery: q.Encode()}
+	if prefix != "" {
+		u.Path = "/" + prefix
+	}
+	return u.String()
 }
 
 type discard struct{}
