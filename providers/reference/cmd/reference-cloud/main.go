@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"os"
@@ -30,8 +31,8 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("reference-cloud", flag.ContinueOnError)
 	listen := fs.String("listen", "", "where to serve the cloud API: unix:///path/cloud.sock or tcp://127.0.0.1:PORT (required)")
 	seed := fs.Uint64("seed", 1, "seed of the random numbers behind fault error rates")
-	nodeRange := fs.String("node-ip-range", "127.64.0.0/16", "IPv4 range of instance InternalIPs; keep it on loopback so simulated nodes can listen on them")
-	ingressRange := fs.String("ingress-ip-range", "127.65.0.0/16", "IPv4 range of load balancer ingress IPs; load balancers listen on them, so two clouds on one machine need different ranges")
+	nodeRange := fs.String("node-ip-range", rangeAuto, `IPv4 range of instance InternalIPs; keep it on loopback so simulated nodes can listen on them. "auto" takes the lower half of a loopback /16 that no other running reference cloud has`)
+	ingressRange := fs.String("ingress-ip-range", rangeAuto, `IPv4 range of load balancer ingress IPs; load balancers listen on them, so two clouds on one machine need different ranges. "auto" takes the upper half of the same /16 as --node-ip-range=auto`)
 	noDataPath := fs.Bool("no-data-path", false, "keep load balancers as records only; nothing listens on their ingress IPs")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -43,14 +44,33 @@ func run(args []string) int {
 	}
 	opts := cloudapi.Options{Logf: logger.Printf, Seed: *seed, DisableDataPath: *noDataPath}
 	var err error
-	if opts.NodeIPRange, err = parseIPv4Range(*nodeRange); err != nil {
-		logger.Printf("--node-ip-range: %v", err)
-		return 2
+	if *nodeRange != rangeAuto {
+		if opts.NodeIPRange, err = parseIPv4Range(*nodeRange); err != nil {
+			logger.Printf("--node-ip-range: %v", err)
+			return 2
+		}
 	}
-	if opts.IngressIPRange, err = parseIPv4Range(*ingressRange); err != nil {
-		logger.Printf("--ingress-ip-range: %v", err)
-		return 2
+	if *ingressRange != rangeAuto {
+		if opts.IngressIPRange, err = parseIPv4Range(*ingressRange); err != nil {
+			logger.Printf("--ingress-ip-range: %v", err)
+			return 2
+		}
 	}
+	if *nodeRange == rangeAuto || *ingressRange == rangeAuto {
+		block, err := claimAddressBlock(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
+		if err != nil {
+			logger.Print(err)
+			return 1
+		}
+		defer block.Release()
+		if *nodeRange == rangeAuto {
+			opts.NodeIPRange = block.Nodes
+		}
+		if *ingressRange == rangeAuto {
+			opts.IngressIPRange = block.Ingress
+		}
+	}
+	logger.Printf("instance InternalIPs from %s, load balancer ingress IPs from %s", opts.NodeIPRange, opts.IngressIPRange)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
