@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
@@ -33,15 +32,7 @@ func TestIntegrationTesterWithADeployedCCM(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cluster, err := local.Start(ctx, local.Options{Progress: os.Stderr})
-	if err != nil {
-		t.Fatalf("starting the local cluster: %v", err)
-	}
-	defer func() {
-		if err := cluster.Stop(context.Background()); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-	}()
+	cluster := startCluster(t, ctx)
 	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig())
 	if err != nil {
 		t.Fatal(err)

@@ -188,15 +188,7 @@ func TestIntegrationTesterOnAnExistingCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cluster, err := local.Start(ctx, local.Options{Progress: os.Stderr})
-	if err != nil {
-		t.Fatalf("starting the local cluster: %v", err)
-	}
-	defer func() {
-		if err := cluster.Stop(context.Background()); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-	}()
+	cluster := startCluster(t, ctx)
 
 	tests := []struct {
 		name     string
@@ -311,3 +303,19 @@ func TestIntegrationTesterOnAnExistingCluster(t *testing.T) {
 }
 
 func tail(s string, n int) string { return testbin.Tail(s, n) }
+
+// startCluster starts the embedded local cluster to stand in for the one a
+// kubetest2 deployer made, and stops it when the test ends.
+func startCluster(t *testing.T, ctx context.Context) *local.Cluster {
+	t.Helper()
+	cluster, err := local.Start(ctx, local.Options{Progress: os.Stderr})
+	if err != nil {
+		t.Fatalf("starting the local cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(context.Background()); err != nil {
+			t.Errorf("stopping the local cluster: %v", err)
+		}
+	})
+	return cluster
+}
