@@ -27,8 +27,8 @@ test-unit: ## Unit tests only (go test -short)
 	@go test -short ./...
 
 .PHONY: bench
-bench: ## Benchmarks
-	@go test -run '^$$' -bench . -benchmem ./...
+bench: ## Benchmarks: micro benchmarks, then whole runs and node initialization at scale (docs/performance.md)
+	@scripts/bench.sh
 
 .PHONY: verify
 verify: ## gofmt, go vet, and the module's Kubernetes pins

@@ -28,6 +28,10 @@ type Suite struct {
 	// Declare declares the suite's specs; it runs before the cluster exists,
 	// so it must only capture f, never use it.
 	Declare func(f *Framework)
+	// SpecSeconds is how long a typical spec of the suite takes on the
+	// local cluster with the reference provider, a hint for spreading
+	// specs over lanes. Default 1.
+	SpecSeconds float64
 }
 
 // CCMLogs gives access to the log of the CCM under test, so that a spec can
@@ -46,6 +50,9 @@ type Framework struct {
 	Client kubernetes.Interface
 	// Driver is the provider's cloud driver, or nil if the profile has none.
 	Driver *clouddriver.Driver
+	// Watch keeps the cluster's Nodes and Services as last watched; waits
+	// on them read it through Eventually and Consistently.
+	Watch *Watch
 	// Machines adds simulated machines (a cloud instance plus a simulated
 	// kubelet). Nil where the cluster's nodes are real.
 	Machines *Machines

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
@@ -176,4 +178,39 @@ func (f *Framework) CCMReason(ctx context.Context, nodeName string) string {
 		hits = hits[len(hits)-3:]
 	}
 	return "CCM log: " + strings.Join(hits, "\n")
+}
+
+// SetNodeLabel sets (set true) or removes (set false) one label of a Node
+// with a merge patch, which does not conflict with the kubelet's and the
+// controllers' concurrent updates of the Node.
+func (f *Framework) SetNodeLabel(ctx context.Context, node, key string, set bool, value string) error {
+	var v any // JSON null removes the key
+	if set {
+		v = value
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: v}}})
+	if err != nil {
+		return err
+	}
+	_, err = f.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("labelling node %s %s=%v: %w", node, key, v, err)
+	}
+	return nil
+}
+
+// FormatTaints renders taints as "key=value:Effect, key:Effect".
+func FormatTaints(taints []corev1.Taint) string {
+	parts := make([]string, len(taints))
+	for i, t := range taints {
+		parts[i] = t.Key
+		if t.Value != "" {
+			parts[i] += "=" + t.Value
+		}
+		parts[i] += ":" + string(t.Effect)
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }

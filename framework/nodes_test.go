@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 )
@@ -64,32 +65,56 @@ func TestSameAddressSet(t *testing.T) {
 	}
 }
 
+// The expectation follows the service controller's stable node set in
+// k8s.io/cloud-provider: readiness is no rule, the exclusion label is read
+// with strconv.ParseBool, and a label value that does not parse excludes.
 func TestEligibleBackends(t *testing.T) {
-	node := func(name string, ready bool, labels map[string]string, taints ...string) corev1.Node {
-		n := corev1.Node{}
-		n.Name = name
-		n.Labels = labels
-		status := corev1.ConditionFalse
-		if ready {
-			status = corev1.ConditionTrue
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
-		for _, k := range taints {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k})
-		}
-		return n
+	now := metav1.Now()
+	tests := []struct {
+		name     string
+		ready    bool
+		labels   map[string]string
+		taints   []string
+		deleting bool
+		want     bool
+	}{
+		{name: "ready", ready: true, want: true},
+		{name: "not ready stays a backend", ready: false, want: true},
+		{name: "uninitialized", ready: true, taints: []string{"node.cloudprovider.kubernetes.io/uninitialized"}, want: true},
+		{name: "excluded true", ready: true, labels: map[string]string{corev1.LabelNodeExcludeBalancers: "true"}},
+		{name: "excluded 1", ready: true, labels: map[string]string{corev1.LabelNodeExcludeBalancers: "1"}},
+		{name: "excluded false", ready: true, labels: map[string]string{corev1.LabelNodeExcludeBalancers: "false"}, want: true},
+		{name: "excluded FALSE", ready: true, labels: map[string]string{corev1.LabelNodeExcludeBalancers: "FALSE"}, want: true},
+		{name: "excluded 0", ready: true, labels: map[string]string{corev1.LabelNodeExcludeBalancers: "0"}, want: true},
+		{name: "excluded unparsable", ready: true, labels: map[string]string{corev1.LabelNodeExcludeBalancers: "yes"}},
+		{name: "excluded empty", ready: true, labels: map[string]string{corev1.LabelNodeExcludeBalancers: ""}},
+		{name: "autoscaler deletes it", ready: true, taints: []string{ToBeDeletedTaint}},
+		{name: "being deleted", ready: true, deleting: true},
 	}
-	nodes := []corev1.Node{
-		node("b", true, nil),
-		node("a", true, map[string]string{corev1.LabelNodeExcludeBalancers: "false"}),
-		node("excluded", true, map[string]string{corev1.LabelNodeExcludeBalancers: "true"}),
-		node("notready", false, nil),
-		node("autoscaled", true, nil, "ToBeDeletedByClusterAutoscaler"),
-		node("uninitialized", true, nil, "node.cloudprovider.kubernetes.io/uninitialized"),
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := corev1.Node{}
+			n.Name = "n"
+			n.Labels = tt.labels
+			status := corev1.ConditionFalse
+			if tt.ready {
+				status = corev1.ConditionTrue
+			}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
+			for _, k := range tt.taints {
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k})
+			}
+			if tt.deleting {
+				n.DeletionTimestamp = &now
+			}
+			got := len(EligibleBackends([]corev1.Node{n})) == 1
+			if got != tt.want {
+				t.Errorf("eligible = %v, want %v", got, tt.want)
+			}
+		})
 	}
-	got := fmt.Sprint(EligibleBackends(nodes))
-	if want := "[a b uninitialized]"; got != want {
-		t.Errorf("EligibleBackends = %s, want %s", got, want)
+	if got := fmt.Sprint(EligibleBackends([]corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, {ObjectMeta: metav1.ObjectMeta{Name: "a"}}})); got != "[a b]" {
+		t.Errorf("EligibleBackends = %s, want the names sorted", got)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,23 +78,37 @@ func ServiceRef(svc *corev1.Service) clouddriver.ServiceRef {
 }
 
 // EligibleBackends returns the names of the nodes the service controller
-// hands to the cloud for a load balancer: Ready, not labelled
-// node.kubernetes.io/exclude-from-external-load-balancers, and not tainted
-// for deletion by the cluster autoscaler.
+// of k8s.io/cloud-provider hands to the cloud as a load balancer's
+// backends, by the rules of its stable node set: the node is not being
+// deleted, not excluded (the label
+// node.kubernetes.io/exclude-from-external-load-balancers, read with
+// strconv.ParseBool: a value that does not parse excludes too), and not
+// tainted ToBeDeletedByClusterAutoscaler. Readiness is not a rule: a
+// NotReady node stays a backend.
 func EligibleBackends(nodes []corev1.Node) []string {
 	var out []string
 	for i := range nodes {
 		n := &nodes[i]
-		if !Ready(n) || HasTaint(n, "ToBeDeletedByClusterAutoscaler") || !n.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok && v != "false" {
+		if !n.DeletionTimestamp.IsZero() || HasTaint(n, ToBeDeletedTaint) || excludedFromLoadBalancers(n) {
 			continue
 		}
 		out = append(out, n.Name)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ToBeDeletedTaint is the taint the cluster autoscaler puts on a node it is
+// about to delete; the service controller drops such nodes from backends.
+const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+func excludedFromLoadBalancers(n *corev1.Node) bool {
+	v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
+	if !ok {
+		return false
+	}
+	excluded, err := strconv.ParseBool(v)
+	return err != nil || excluded
 }
 
 // ExpectedPorts is what the cloud load balancer of svc must listen on.

@@ -122,6 +122,7 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 				"deletes the Node of an instance deleted in the cloud": {"node ccm-node-", "still exists", "its instance was deleted from the cloud"},
 				"taints the Node of a stopped instance as shut down":   {"node ccm-node-", "expected taint node.cloudprovider.kubernetes.io/shutdown"},
 				"keeps a Node whose instance never existed":            {"node ccm-phantom-", "still exists", "no instance of that name exists"},
+				"deletes it once the cloud says the instance is gone":  {"node ccm-node-", "still exists", "the cloud answers again and says its instance is gone"},
 			},
 		},
 		{
@@ -176,8 +177,8 @@ func runDefectCase(t *testing.T, tt defectCase) {
 		}
 		return s
 	}
-	profile := referenceProfile(t, t.TempDir(), extra, mutate)
-	args := []string{"run", "--provider", profile, "--artifacts", artifacts}
+	profile := referenceProfile(t, t.TempDir(), extra, func(s string) string { return testbin.FailFast(mutate(s)) })
+	args := []string{"run", "--provider", profile, "--artifacts", artifacts, "--cluster-dir", testbin.SharedCluster(t)}
 	if tt.labelFilter != "" {
 		args = append(args, "--label-filter", tt.labelFilter)
 	}

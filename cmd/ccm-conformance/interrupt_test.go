@@ -96,7 +96,7 @@ func TestIntegrationInterruptLeavesNothingBehind(t *testing.T) {
 	if len(names) > 0 {
 		t.Errorf("temporary files left in TMPDIR after SIGINT: %v", names)
 	}
-	for _, f := range []string{"summary.txt", "started.json", "finished.json", "build-log.txt", "artifacts/logs/ccm.log"} {
+	for _, f := range []string{"summary.txt", "started.json", "finished.json", "build-log.txt", "artifacts/logs/lane-1/ccm.log"} {
 		if _, err := os.Stat(filepath.Join(artifacts, f)); err != nil {
 			t.Errorf("partial result %s not written: %v", f, err)
 		}

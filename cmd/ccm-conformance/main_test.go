@@ -108,4 +108,4 @@ func oneLine(t *testing.T, s string) {
 	}
 }
 
-func shortTempDir(t *testing.T) string { return testbin.ShortTempDir(t) }
+func shortTempDir(t testing.TB) string { return testbin.ShortTempDir(t) }

@@ -59,6 +59,9 @@ type Call struct {
 	Operation string `json:"operation"`
 	// Caller tells one CCM process from another; it is opaque.
 	Caller string `json:"caller"`
+	// Resource names what the call was about (an instance's name, a load
+	// balancer's), when the driver knows it; optional.
+	Resource string `json:"resource,omitempty"`
 	// Error is the error the cloud answered with, empty on success.
 	Error string `json:"error,omitempty"`
 }

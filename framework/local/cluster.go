@@ -78,6 +78,13 @@ type Cluster struct {
 	stopOnce sync.Once
 	stopErr  error
 	procs    []*process // in start order
+
+	// ready yields kube-controller-manager's readiness (see Ready).
+	ready       chan error
+	cancelReady context.CancelFunc
+	readyMu     sync.Mutex
+	readyKnown  bool
+	readyErr    error
 }
 
 // Start starts etcd, kube-apiserver and kube-controller-manager on loopback
@@ -98,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
 
-	c := &Cluster{opts: opts, log: opts.Logger.WithName("local-cluster"), launcher: newLauncher()}
+	c := &Cluster{opts: opts, log: opts.Logger.WithName("local-cluster"), launcher: newLauncher(), ready: make(chan error, 1)}
 	if err := c.makeDir(); err != nil {
 		c.launcher.close()
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
@@ -226,6 +233,8 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 		ClusterCIDRs:      slices.Clone(o.ClusterCIDRs),
 		ServiceCIDRs:      slices.Clone(o.ServiceCIDRs),
 		StopGracePeriod:   o.StopGracePeriod.String(),
+
+		NodeMonitorGracePeriod: o.NodeMonitorGracePeriod.String(),
 	}
 
 	steps := []struct {
@@ -260,14 +269,49 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 		if err := writeState(c.dir, c.state); err != nil {
 			return err
 		}
-		if err := waitReady(ctx, p, o.ReadyTimeout, s.ready); err != nil {
-			return &ComponentError{Component: s.name, Command: p.commandLine(), LogPath: logPath,
-				LogTail: proc.LogTail(logPath, logTailLines), Err: err}
+		wait := func(ctx context.Context) error {
+			if err := waitReady(ctx, p, o.ReadyTimeout, s.ready); err != nil {
+				return &ComponentError{Component: s.name, Command: p.commandLine(), LogPath: logPath,
+					LogTail: proc.LogTail(logPath, logTailLines), Err: err}
+			}
+			c.log.V(1).Info("Component ready", "component", s.name, "pid", p.pid, "elapsed", time.Since(started))
+			return nil
 		}
-		c.log.V(1).Info("Component ready", "component", s.name, "pid", p.pid, "elapsed", time.Since(started))
+		if s.name == ComponentControllerManager && o.ReturnWhenAPIServerReady {
+			// The caller goes on with the API server; Ready reports on
+			// kube-controller-manager. The wait outlives Start's ctx.
+			readyCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			c.cancelReady = cancel
+			go func() { c.ready <- wait(readyCtx); close(c.ready) }()
+			c.log.Info("Local cluster API server ready", "dir", c.dir, "kubeconfig", kubeconfig, "server", c.serverURL)
+			return nil
+		}
+		if err := wait(ctx); err != nil {
+			return err
+		}
 	}
+	close(c.ready)
 	c.log.Info("Local cluster ready", "dir", c.dir, "kubeconfig", kubeconfig, "server", c.serverURL)
 	return nil
+}
+
+// Ready returns once kube-controller-manager is ready, or with its
+// *ComponentError if it does not get ready. Without
+// Options.ReturnWhenAPIServerReady, Start has waited already and Ready
+// returns nil at once. Later calls return the first call's result.
+func (c *Cluster) Ready(ctx context.Context) error {
+	c.readyMu.Lock()
+	defer c.readyMu.Unlock()
+	if c.readyKnown {
+		return c.readyErr
+	}
+	select {
+	case err := <-c.ready:
+		c.readyKnown, c.readyErr = true, err
+		return err
+	case <-ctx.Done():
+		return ctx.Err() // not an answer: a later call waits again
+	}
 }
 
 func (c *Cluster) etcdArgs(clientPort, peerPort int) []string {
@@ -336,7 +380,12 @@ func (c *Cluster) controllerManagerArgs(kubeconfig string, port int) []string {
 		"--tls-private-key-file=" + pki(kcmServerKeyFile),
 		"--client-ca-file=" + pki(caCertFile),
 		"--cloud-provider=external",
-		"--controllers=*",
+		// Only the controllers whose work the suites rely on: node IPAM
+		// (podCIDRs), node lifecycle (NotReady), the namespace controller
+		// and the garbage collector (cleanup), service accounts (pods on
+		// real nodes). The other forty take seconds to build and never act
+		// on a cluster whose nodes run no pods.
+		"--controllers=" + strings.Join(ControllerManagerControllers(), ","),
 		"--leader-elect=false",
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + pki(serviceAccountKeyFile),
@@ -349,6 +398,7 @@ func (c *Cluster) controllerManagerArgs(kubeconfig string, port int) []string {
 		"--node-cidr-mask-size-ipv4=" + strconv.Itoa(o.NodeCIDRMaskSizeIPv4),
 		"--node-cidr-mask-size-ipv6=" + strconv.Itoa(o.NodeCIDRMaskSizeIPv6),
 		"--node-monitor-grace-period=" + o.NodeMonitorGracePeriod.String(),
+		"--node-monitor-period=" + (o.NodeMonitorGracePeriod / 5).String(),
 	}
 }
 
@@ -404,6 +454,9 @@ func (c *Cluster) Stop(ctx context.Context) error {
 }
 
 func (c *Cluster) stop(ctx context.Context) error {
+	if c.cancelReady != nil {
+		c.cancelReady()
+	}
 	var errs []error
 	for _, p := range slices.Backward(c.procs) {
 		c.log.V(1).Info("Stopping component", "component", p.name, "pid", p.pid)
@@ -487,4 +540,10 @@ func EnsureBinaries(ctx context.Context, opts Options) (Binaries, error) {
 	}
 	b, err := ensureBinaries(ctx, o)
 	return Binaries{Etcd: b.etcd, APIServer: b.apiServer, ControllerManager: b.controllerManager}, err
+}
+
+// ControllerManagerControllers are the controllers the local cluster's
+// kube-controller-manager runs (its --controllers).
+func ControllerManagerControllers() []string {
+	return []string{"nodeipam", "nodelifecycle", "namespace", "garbagecollector", "serviceaccount", "serviceaccount-token"}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/k8sbin"
 )
 
@@ -334,5 +335,85 @@ func TestIntegrationAPIServerFailureStopsEtcd(t *testing.T) {
 	}
 	if pids := processesMentioning(t, dir); len(pids) > 0 {
 		t.Errorf("processes %v mentioning %s still run after Start failed", pids, dir)
+	}
+}
+
+// The local backend hands a run its cluster as soon as the API server
+// serves; Ready waits for kube-controller-manager. Attach reuses a running
+// cluster without stopping it.
+func TestIntegrationBackends(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs etcd, kube-apiserver and kube-controller-manager")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), integrationTimeout)
+	defer cancel()
+
+	runDir := t.TempDir()
+	c, err := Backend(Options{}).Start(ctx, cluster.StartInput{Dir: runDir, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer c.Stop(context.Background())
+	if c.Backend() != BackendName {
+		t.Errorf("Backend() = %q, want %q", c.Backend(), BackendName)
+	}
+	fin, ok := c.(cluster.Finisher)
+	if !ok {
+		t.Fatal("the local backend's cluster is not a cluster.Finisher")
+	}
+	sim, ok := c.(cluster.NodeSimulator)
+	if !ok {
+		t.Fatal("the local backend's cluster is not a cluster.NodeSimulator")
+	}
+	if sim.KubeletVersion() != DefaultKubernetesVersion || sim.NodeHeartbeatInterval() != DefaultNodeMonitorGracePeriod/5 {
+		t.Errorf("KubeletVersion, NodeHeartbeatInterval = %s, %s", sim.KubeletVersion(), sim.NodeHeartbeatInterval())
+	}
+	if err := fin.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if err := fin.Ready(ctx); err != nil {
+		t.Fatalf("Ready, asked again: %v", err)
+	}
+	dir := filepath.Join(runDir, "cluster")
+	if _, err := os.Stat(filepath.Join(dir, stateFile)); err != nil {
+		t.Fatalf("the cluster is not in the run's directory: %v", err)
+	}
+
+	// Attached, the same cluster serves a run and outlives it.
+	attached, err := Attach(dir).Start(ctx, cluster.StartInput{})
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	client, err := kubernetes.NewForConfig(attached.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		t.Errorf("the attached cluster does not answer: %v", err)
+	}
+	if got := attached.(cluster.PodNetworks).ClusterCIDRs(); len(got) != 2 {
+		t.Errorf("attached ClusterCIDRs() = %v", got)
+	}
+	if err := attached.Stop(ctx); err != nil {
+		t.Errorf("Stop of the attached cluster: %v", err)
+	}
+	for _, comp := range c.(runCluster).Components() {
+		if !pidAlive(comp.PID) {
+			t.Errorf("%s stopped when the attached run ended", comp.Name)
+		}
+	}
+
+	// A directory without a cluster is bad input, named.
+	_, err = Attach(t.TempDir()).Start(ctx, cluster.StartInput{})
+	var inErr *cluster.InputError
+	if !errors.As(err, &inErr) || !strings.Contains(err.Error(), "--cluster-dir") {
+		t.Errorf("Attach of an empty directory: %v, want an InputError naming --cluster-dir", err)
+	}
+
+	if err := c.Stop(ctx); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if pids := processesMentioning(t, dir); len(pids) > 0 {
+		t.Errorf("processes %v mentioning %s still run after Stop", pids, dir)
 	}
 }

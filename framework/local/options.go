@@ -24,8 +24,10 @@ const (
 
 	// DefaultNodeMonitorGracePeriod is kube-controller-manager's
 	// --node-monitor-grace-period: short, so that node-lifecycle specs see a
-	// silent node turn NotReady quickly (upstream's default is 50s).
-	DefaultNodeMonitorGracePeriod = 20 * time.Second
+	// silent node turn NotReady quickly (upstream's default is 50s). The
+	// controller looks every fifth of it (--node-monitor-period), and the
+	// harness's simulated kubelets renew their heartbeat as often.
+	DefaultNodeMonitorGracePeriod = 5 * time.Second
 
 	// DefaultReadyTimeout is how long each component gets to become ready.
 	DefaultReadyTimeout = 2 * time.Minute
@@ -73,7 +75,7 @@ type Options struct {
 
 	// NodeMonitorGracePeriod is how long a node may go without a status
 	// update before kube-controller-manager marks it unhealthy.
-	// Default: DefaultNodeMonitorGracePeriod (20s).
+	// Default: DefaultNodeMonitorGracePeriod (5s).
 	NodeMonitorGracePeriod time.Duration
 
 	// APIServerArgs and ControllerManagerArgs are appended to the flags the
@@ -89,6 +91,13 @@ type Options struct {
 	// StopGracePeriod is how long Stop lets a component exit after SIGTERM
 	// before it sends SIGKILL. Default: DefaultStopGracePeriod.
 	StopGracePeriod time.Duration
+
+	// ReturnWhenAPIServerReady makes Start return as soon as kube-apiserver
+	// is ready, with kube-controller-manager started but maybe not ready
+	// yet, so that the caller can start its own components meanwhile;
+	// Cluster.Ready waits for the rest. Default: false (Start waits for all
+	// three).
+	ReturnWhenAPIServerReady bool
 
 	// Detach starts the components so that they outlive this process, for
 	// `ccm-conformance cluster up`: StopDir stops them later from any

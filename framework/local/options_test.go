@@ -29,7 +29,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if o.NodeCIDRMaskSizeIPv4 != 24 || o.NodeCIDRMaskSizeIPv6 != 64 {
 		t.Errorf("mask sizes = %d, %d", o.NodeCIDRMaskSizeIPv4, o.NodeCIDRMaskSizeIPv6)
 	}
-	if o.NodeMonitorGracePeriod != 20*time.Second || o.ReadyTimeout != DefaultReadyTimeout || o.StopGracePeriod != DefaultStopGracePeriod {
+	if o.NodeMonitorGracePeriod != 5*time.Second || o.ReadyTimeout != DefaultReadyTimeout || o.StopGracePeriod != DefaultStopGracePeriod {
 		t.Errorf("durations = %s, %s, %s", o.NodeMonitorGracePeriod, o.ReadyTimeout, o.StopGracePeriod)
 	}
 	if o.Progress == nil {
@@ -119,7 +119,7 @@ func TestComponentFlags(t *testing.T) {
 		{kcm, "kubeconfig", "/d/kcm.kubeconfig"},
 		{kcm, "secure-port", "10257"},
 		{kcm, "cloud-provider", "external"},
-		{kcm, "controllers", "*"},
+		{kcm, "controllers", "nodeipam,nodelifecycle,namespace,garbagecollector,serviceaccount,serviceaccount-token"},
 		{kcm, "leader-elect", "false"},
 		{kcm, "allocate-node-cidrs", "true"},
 		{kcm, "cluster-cidr", "10.100.0.0/14,fd00:1::/48"},
@@ -127,6 +127,7 @@ func TestComponentFlags(t *testing.T) {
 		{kcm, "node-cidr-mask-size-ipv4", "26"},
 		{kcm, "node-cidr-mask-size-ipv6", "80"},
 		{kcm, "node-monitor-grace-period", "7s"},
+		{kcm, "node-monitor-period", "1.4s"},
 		{kcm, "service-account-private-key-file", "/d/pki/sa.key"},
 		{kcm, "root-ca-file", "/d/pki/ca.crt"},
 	}

@@ -40,6 +40,9 @@ type State struct {
 	// StopGracePeriod is how long StopDir lets a component exit after
 	// SIGTERM, as a Go duration ("10s").
 	StopGracePeriod string `json:"stopGracePeriod"`
+	// NodeMonitorGracePeriod is kube-controller-manager's
+	// --node-monitor-grace-period, as a Go duration ("6s").
+	NodeMonitorGracePeriod string `json:"nodeMonitorGracePeriod,omitempty"`
 	// Components are the processes started, in start order.
 	Components []Component `json:"components"`
 }

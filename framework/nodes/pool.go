@@ -114,3 +114,25 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Unlock()
 	return errors.Join(errs...)
 }
+
+// RemoveSimulated deletes every Node a simulated kubelet registered (they
+// carry ManagedByLabel) and returns their names: what an earlier run on
+// the same cluster left behind.
+func RemoveSimulated(ctx context.Context, client kubernetes.Interface) ([]string, error) {
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=true"})
+	if err != nil {
+		return nil, fmt.Errorf("listing simulated nodes: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, n := range list.Items {
+		err := client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting node %s: %w", n.Name, err))
+			continue
+		}
+		removed = append(removed, n.Name)
+	}
+	sort.Strings(removed)
+	return removed, errors.Join(errs...)
+}

@@ -16,6 +16,8 @@ import (
 type SpecInfo struct {
 	Text   string   `json:"text"`
 	Labels []string `json:"labels"`
+	// Suite is the suite's name.
+	Suite string `json:"suite"`
 }
 
 // List returns the specs of suites that labelFilter selects, without
@@ -34,7 +36,7 @@ func List(suites []framework.Suite, labelFilter string) ([]SpecInfo, error) {
 			if s.LeafNodeType != types.NodeTypeIt || (labelFilter != "" && !matches(labelFilter, s.Labels())) {
 				continue
 			}
-			specs = append(specs, SpecInfo{Text: strings.TrimSpace(s.FullText()), Labels: s.Labels()})
+			specs = append(specs, SpecInfo{Text: strings.TrimSpace(s.FullText()), Labels: s.Labels(), Suite: SuiteOf(s)})
 		}
 	})
 	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()

@@ -12,8 +12,11 @@ type RunInfo struct {
 	Provider string `json:"provider"`
 	// ProfilePath is the profile file.
 	ProfilePath string `json:"profilePath"`
-	// Backend is "local" (the embedded cluster) or "kubeconfig".
+	// Backend is "local" (the embedded cluster), "kubeconfig" or "kind".
 	Backend string `json:"backend"`
+	// BackendMetadata are the backend's facts that tell two runs apart
+	// (cluster.Describer), such as kind's node image.
+	BackendMetadata map[string]string `json:"backendMetadata,omitempty"`
 	// KubernetesVersion and KubernetesCommit come from the API server's
 	// /version; empty when the cluster never came up.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
@@ -28,6 +31,16 @@ type RunInfo struct {
 	LabelFilter string `json:"labelFilter,omitempty"`
 	// Started is when the run began.
 	Started time.Time `json:"started"`
+	// Worlds are the worlds the specs ran in, with their setup steps: one
+	// for a run in this process, one per lane otherwise.
+	Worlds []WorldInfo `json:"worlds,omitempty"`
+}
+
+// WorldInfo is one world of a run.
+type WorldInfo struct {
+	// Name is "" for a run in one world, "lane-N" in a run over lanes.
+	Name   string  `json:"name,omitempty"`
+	Phases []Phase `json:"phases,omitempty"`
 }
 
 // Observer is told when a run starts and ends, to write reports in
@@ -37,4 +50,20 @@ type RunInfo struct {
 type Observer interface {
 	RunStarted(info RunInfo) error
 	RunFinished(info RunInfo, report types.Report, res *Result, runErr error) error
+}
+
+// merge takes what a world learned about itself into the run's info.
+func (i *RunInfo) merge(w RunInfo) {
+	if w.Backend != "" {
+		i.Backend = w.Backend
+	}
+	if len(w.BackendMetadata) > 0 {
+		i.BackendMetadata = w.BackendMetadata
+	}
+	if w.KubernetesVersion != "" {
+		i.KubernetesVersion = w.KubernetesVersion
+	}
+	if w.KubernetesCommit != "" {
+		i.KubernetesCommit = w.KubernetesCommit
+	}
 }

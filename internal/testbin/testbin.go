@@ -5,13 +5,19 @@
 package testbin
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/local"
 )
 
 // ReferenceProvider are the packages of the reference provider's binaries.
@@ -47,14 +53,60 @@ func Main(m *testing.M, dir *string, pkgs ...string) int {
 		}
 	}
 	*dir = d
+	defer stopSharedCluster()
 	return m.Run()
+}
+
+// The local cluster the tests of one test binary share (SharedCluster).
+var shared struct {
+	once    sync.Once
+	cluster *local.Cluster
+	err     error
+}
+
+// SharedCluster returns the directory of a local cluster that every test
+// of this test binary may run the harness on (`run --cluster-dir DIR`), one
+// run at a time: starting a cluster per run would cost seconds each. It is
+// started on first use and stopped when Main ends; its components die with
+// the test binary.
+func SharedCluster(t testing.TB) string {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("/tmp", "ccmc-cluster-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		shared.cluster, shared.err = local.Start(ctx, local.Options{Dir: dir, Progress: os.Stderr})
+		if shared.err != nil {
+			os.RemoveAll(dir)
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the shared local cluster: %v", shared.err)
+	}
+	return shared.cluster.Dir()
+}
+
+func stopSharedCluster() {
+	if shared.cluster == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := shared.cluster.Stop(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the shared local cluster: %v\n", err)
+	}
+	os.RemoveAll(shared.cluster.Dir())
 }
 
 // ReferenceProfile writes a copy of the reference profile into dir as
 // profile.yaml, with its binaries taken from binDir, extraCCMArgs appended
 // to the CCM's args, and mutate (if not nil) applied to the text. It
 // returns the copy's path.
-func ReferenceProfile(t *testing.T, dir, binDir string, extraCCMArgs []string, mutate func(string) string) string {
+func ReferenceProfile(t testing.TB, dir, binDir string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(RepoRoot(), "providers", "profiles", "reference.yaml"))
 	if err != nil {
@@ -82,7 +134,7 @@ func ReferenceProfile(t *testing.T, dir, binDir string, extraCCMArgs []string, m
 // ShortTempDir is a temporary directory with a short path: the reference
 // cloud listens on a unix socket below TMPDIR, and socket paths are limited
 // to 108 bytes, which t.TempDir's long names can exceed.
-func ShortTempDir(t *testing.T) string {
+func ShortTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "ccmc")
 	if err != nil {
@@ -99,4 +151,22 @@ func Tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// FailFast shortens the reference profile's waits that a failing spec sits
+// out, for runs that switch defects on: to about twice what the slowest of
+// them takes with a correct CCM on the local cluster (docs/performance.md),
+// so that a spec that must fail gives up in seconds, not after the
+// profile's generous minute. Waits on node lifecycle include kube-
+// controller-manager's grace period (5s).
+func FailFast(profileText string) string {
+	for name, value := range map[string]string{
+		"nodeInitialize": "6s", "nodeAddressUpdate": "6s", "loadBalancerCreate": "6s", "loadBalancerUpdate": "6s",
+		"loadBalancerDelete": "6s", "routeSync": "6s",
+		"nodeDeletion": "15s", "nodeShutdown": "15s", "leaderMigrationHandover": "15s",
+	} {
+		re := regexp.MustCompile(`(?m)^(  ` + name + `: ).*$`)
+		profileText = re.ReplaceAllString(profileText, "${1}"+value)
+	}
+	return profileText
 }

@@ -83,7 +83,7 @@ func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *ru
 	if err := writeJSON(filepath.Join(o.dir, SpecsFile), specs); err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeJSON(filepath.Join(o.dir, TimingsFile), timings(report)); err != nil {
+	if err := writeJSON(filepath.Join(o.dir, TimingsFile), timings(report, info)); err != nil {
 		errs = append(errs, err)
 	}
 	keys := runMetadata(info)
@@ -168,8 +168,12 @@ func specRecords(info runner.RunInfo, report types.Report, runErr error, interru
 	return out
 }
 
+// ObservationLagEntry is the name of the report entries that hold a
+// watched wait's observation lag (framework.ObservationLagEntry).
+const ObservationLagEntry = "observation-lag"
+
 // timings turns the ginkgo report into timings.json.
-func timings(report types.Report) Timings {
+func timings(report types.Report, info runner.RunInfo) Timings {
 	out := Timings{Version: 1, Specs: []SpecTiming{}}
 	for _, s := range report.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt || s.State == types.SpecStateSkipped || s.State == types.SpecStatePending {
@@ -177,7 +181,12 @@ func timings(report types.Report) Timings {
 		}
 		t := SpecTiming{Suite: runner.SuiteOf(s), Spec: s.FullText(), State: s.State.String(), DurationSeconds: s.RunTime.Seconds()}
 		for _, e := range s.ReportEntries {
-			if d, ok := e.GetRawValue().(time.Duration); ok {
+			d, ok := entryDuration(e)
+			switch {
+			case !ok:
+			case e.Name == ObservationLagEntry:
+				t.ObservationLagsSeconds = append(t.ObservationLagsSeconds, d.Seconds())
+			default:
 				if t.Latencies == nil {
 					t.Latencies = map[string]float64{}
 				}
@@ -186,5 +195,24 @@ func timings(report types.Report) Timings {
 		}
 		out.Specs = append(out.Specs, t)
 	}
+	for _, world := range info.Worlds {
+		for _, p := range world.Phases {
+			out.Setup = append(out.Setup, SetupTiming{World: world.Name, Step: p.Name, Seconds: p.Duration.Seconds()})
+		}
+	}
 	return out
+}
+
+// entryDuration reads a report entry whose value is a time.Duration: the
+// value itself in the process that made it, its rendering (such as
+// "1.5s") in a report that went through JSON, as a lane's does.
+func entryDuration(e types.ReportEntry) (time.Duration, bool) {
+	if d, ok := e.GetRawValue().(time.Duration); ok {
+		return d, true
+	}
+	if e.Value.Representation == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(e.Value.Representation)
+	return d, err == nil
 }

@@ -158,6 +158,9 @@ func (s SpecRecord) HasLabel(label string) bool {
 type Timings struct {
 	Version int          `json:"version"`
 	Specs   []SpecTiming `json:"specs"`
+	// Setup are the setup steps of each world of the run (one per lane),
+	// in seconds.
+	Setup []SetupTiming `json:"setup,omitempty"`
 }
 
 // SpecTiming is one spec of timings.json.
@@ -167,6 +170,18 @@ type SpecTiming struct {
 	State           string             `json:"state"`
 	DurationSeconds float64            `json:"durationSeconds"`
 	Latencies       map[string]float64 `json:"latencies,omitempty"`
+	// ObservationLagsSeconds are, for each watched wait of the spec that
+	// had to wait, how long after the awaited change reached the harness
+	// the wait returned.
+	ObservationLagsSeconds []float64 `json:"observationLagsSeconds,omitempty"`
+}
+
+// SetupTiming is one setup step of one world.
+type SetupTiming struct {
+	// World is "" for a run in one world, "lane-N" in a run over lanes.
+	World   string  `json:"world,omitempty"`
+	Step    string  `json:"step"`
+	Seconds float64 `json:"seconds"`
 }
 
 // DecodeStarted parses started.json.

@@ -74,6 +74,15 @@ func kcmNameOf(name string) string {
 	return ""
 }
 
+// cloudControllerNames lists the CCM names of every cloud controller.
+func cloudControllerNames() []string {
+	out := make([]string, len(cloudControllers))
+	for i, c := range cloudControllers {
+		out[i] = c.name
+	}
+	return out
+}
+
 // isCloudController reports whether name is the CCM's name of a controller
 // that ran in kube-controller-manager.
 func isCloudController(name string) bool { return kcmNameOf(name) != "" }

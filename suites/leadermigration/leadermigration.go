@@ -28,12 +28,13 @@ import (
 
 // Suite returns the leader migration suite.
 func Suite() framework.Suite {
-	return framework.Suite{Name: "leadermigration", Declare: declare}
+	// Every spec waits for leases to change hands.
+	return framework.Suite{Name: "leadermigration", Declare: declare, SpecSeconds: 10}
 }
 
 // handoverRounds is how many times the No overlap spec moves the migrated
 // controllers from one replica to the other.
-const handoverRounds = 3
+const handoverRounds = 2
 
 func declare(f *framework.Framework) {
 	Describe("Leader migration: the CCM runs the migrated cloud controllers only under the migration lease", Label(string(profile.LeaderMigration), string(profile.LoadBalancer)), func() {
@@ -64,6 +65,7 @@ func declare(f *framework.Framework) {
 		// controllers in mustNot while holder keeps the migration lease,
 		// and that the Service gets no ingress.
 		keptAway := func(ctx context.Context, u, holder *manager, lease string, mustNot []string, svc, why string) {
+			l.waitUntilRunsOthers(ctx, u, mustNot)
 			Consistently(ctx, func(g Gomega) {
 				holder.alive(ctx, g)
 				u.alive(ctx, g)
@@ -154,7 +156,7 @@ func declare(f *framework.Framework) {
 			// Each replica holds a main lease of its own, as the two sides
 			// of a migration do, so only the migration lease keeps them
 			// from running the migrated controllers together.
-			DeferCleanup(l.deleteLeases, cfg.LeaderName, l.ns+"-a", l.ns+"-b")
+			DeferCleanup(l.deleteLeases, cfg.LeaderName)
 			mark := l.callMark(ctx)
 
 			lease := f.Timeout(profile.LeaderElectionLease)
@@ -167,15 +169,18 @@ func declare(f *framework.Framework) {
 			replicas := []*replica{{label: "a"}, {label: "b"}}
 			// startReplica starts a replica (again) and returns once it holds
 			// its main lease and so competes for the migration lease, and
-			// the sampler has seen it so a few times.
+			// the sampler has seen it so a few times. Each start gets a main
+			// lease of its own, as a restarted pod whose old lease expires
+			// would hold, without waiting for the expiry: only the
+			// migration lease is shared.
 			startReplica := func(ctx context.Context, r *replica) {
 				r.generation++
 				name := fmt.Sprintf("%s-%s-%d", l.spec, r.label, r.generation)
-				previous, err := l.leaseHolder(ctx, l.ns+"-"+r.label)
-				Expect(err).NotTo(HaveOccurred())
-				r.m = l.start(ctx, managerSpec{name: name, mainLease: l.ns + "-" + r.label, configFile: file})
+				mainLease := fmt.Sprintf("%s-%s-%d", l.ns, r.label, r.generation)
+				DeferCleanup(l.deleteLeases, mainLease)
+				r.m = l.start(ctx, managerSpec{name: name, mainLease: mainLease, configFile: file})
 				s.add(r.m)
-				l.waitForMainLease(ctx, r.m, previous)
+				l.waitForMainLease(ctx, r.m, "")
 				seen := s.taken()
 				Eventually(ctx, s.taken).WithTimeout(f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).
 					Should(BeNumerically(">=", seen+3), "the /healthz sampler has stalled")
@@ -311,6 +316,7 @@ func declare(f *framework.Framework) {
 			l.createService(ctx, "web")
 
 			// Watch what it runs while it cannot have the migration lease.
+			l.waitUntilRunsOthers(ctx, u, cloudControllerNames())
 			var seen []string
 			Consistently(ctx, func(g Gomega) {
 				holder.alive(ctx, g)

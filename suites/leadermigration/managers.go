@@ -230,6 +230,20 @@ func (l *lm) waitForMainLease(ctx context.Context, m *manager, previous string) 
 	}).WithTimeout(l.f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
 }
 
+// waitUntilRunsOthers waits until m runs a controller that is not in
+// mustNot: it has started the controllers of its main lease, the pass in
+// which a CCM that ignores the migration lease would start the others too.
+// Watching for what m must not run means something only after that.
+func (l *lm) waitUntilRunsOthers(ctx context.Context, m *manager, mustNot []string) {
+	Eventually(ctx, func(g Gomega) {
+		running, err := m.controllers(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(missing(running, mustNot)).NotTo(BeEmpty(),
+			"%s holds its main lease %s/%s but runs no controller besides %v (its /healthz?verbose lists %v): it has not started its controllers",
+			m.role, leaseNamespace, m.mainLease, mustNot, running)
+	}).WithTimeout(l.f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
+}
+
 // writeConfig saves a migration configuration in the spec's directory.
 func (l *lm) writeConfig(cfg migrationConfig, name string) string {
 	path, err := cfg.write(l.dir, name)
@@ -253,12 +267,15 @@ func (l *lm) service(ctx context.Context, name string) (*corev1.Service, error) 
 // waitForIngress waits until the Service has a load balancer ingress.
 func (l *lm) waitForIngress(ctx context.Context, name string) *corev1.Service {
 	var svc *corev1.Service
-	Eventually(ctx, func(g Gomega) {
+	l.f.Eventually(ctx, func(g Gomega, v *framework.View) {
 		var err error
-		svc, err = l.service(ctx, name)
+		svc, err = v.Service(l.ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(), "Service %s/%s has no load balancer ingress%s", l.ns, name, l.lastWarning(ctx, name))
-	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
+		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(), func() string {
+			// Built only when the wait gives up: it asks the API server.
+			return fmt.Sprintf("Service %s/%s has no load balancer ingress%s", l.ns, name, l.lastWarning(ctx, name))
+		})
+	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).Should(Succeed())
 	return svc
 }
 

@@ -66,13 +66,13 @@ func (l *lb) update(ctx context.Context, name string, mutate func(*corev1.Servic
 // waitForIngress waits until the Service has a load balancer ingress.
 func (l *lb) waitForIngress(ctx context.Context, name string) *corev1.Service {
 	var svc *corev1.Service
-	Eventually(ctx, func(g Gomega) {
+	l.f.Eventually(ctx, func(g Gomega, v *framework.View) {
 		var err error
-		svc, err = l.get(ctx, name)
+		svc, err = v.Service(l.ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(),
 			"Service %s/%s has no load balancer ingress", l.ns, name)
-	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
+	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).Should(Succeed())
 	return svc
 }
 
@@ -86,17 +86,17 @@ func (l *lb) cloudLB(ctx context.Context, svc *corev1.Service) (*clouddriver.Loa
 func (l *lb) expectCloudMatches(ctx context.Context, name string, timeout profile.TimeoutName) *clouddriver.LoadBalancer {
 	var cloud *clouddriver.LoadBalancer
 	Eventually(ctx, func(g Gomega) {
-		svc, err := l.get(ctx, name)
+		v := l.f.View()
+		svc, err := v.Service(l.ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
-		nodes, err := l.f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
+		nodes := v.Nodes()
 		cloud, err = l.cloudLB(ctx, svc)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cloud.Exists).To(BeTrue(), "the cloud has no load balancer for Service %s/%s", l.ns, name)
 		wantPorts, gotPorts := framework.ExpectedPorts(svc), framework.SortPorts(cloud.Ports)
 		g.Expect(gotPorts).To(Equal(wantPorts), "Service %s/%s: cloud load balancer %s listens on [%s], expected [%s]",
 			l.ns, name, cloud.Name, framework.FormatPorts(gotPorts), framework.FormatPorts(wantPorts))
-		wantBackends, gotBackends := framework.EligibleBackends(nodes.Items), framework.Sorted(cloud.Backends)
+		wantBackends, gotBackends := framework.EligibleBackends(nodes), framework.Sorted(cloud.Backends)
 		g.Expect(gotBackends).To(Equal(wantBackends), "Service %s/%s: cloud load balancer %s has backends %v, expected the eligible nodes %v",
 			l.ns, name, cloud.Name, gotBackends, wantBackends)
 	}).WithTimeout(l.f.Timeout(timeout)).WithPolling(l.poll()).Should(Succeed())
@@ -136,8 +136,8 @@ func declare(f *framework.Framework) {
 				reasons, err := f.ServiceEventReasons(ctx, svc)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(reasons).To(ContainElements("EnsuringLoadBalancer", "EnsuredLoadBalancer"),
-					"Service %s/web: events %v", l.ns, reasons)
-			}).WithTimeout(30 * time.Second).WithPolling(l.poll()).Should(Succeed())
+					"Service %s/web: expected the events EnsuringLoadBalancer and EnsuredLoadBalancer, saw %v", l.ns, reasons)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 			cloud := l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
 			var ingress []string
 			for _, in := range cloud.Ingress {
@@ -169,20 +169,20 @@ func declare(f *framework.Framework) {
 
 			// A change that keeps the type keeps the ingress.
 			l.update(ctx, "web", func(s *corev1.Service) { s.Labels = map[string]string{"touched": "true"} })
-			Consistently(ctx, func(g Gomega) {
-				s, err := l.get(ctx, "web")
+			f.Consistently(ctx, func(g Gomega, v *framework.View) {
+				s, err := v.Service(l.ns, "web")
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.IngressAddresses(s)).To(Equal(first), "Service %s/web: ingress changed while its type stayed LoadBalancer", l.ns)
-			}).WithTimeout(3 * l.poll()).WithPolling(l.poll()).Should(Succeed())
+			}).WithTimeout(3 * l.poll()).Should(Succeed())
 
 			l.update(ctx, "web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
-			Eventually(ctx, func(g Gomega) {
-				s, err := l.get(ctx, "web")
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				s, err := v.Service(l.ns, "web")
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/web is NodePort now but keeps ingress %s", l.ns, framework.IngressAddresses(s))
 				g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(),
 					"Service %s/web is NodePort now but keeps the %s finalizer", l.ns, framework.LoadBalancerCleanupFinalizer)
-			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).WithPolling(l.poll()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
 			l.expectCloudGone(ctx, svc)
 
 			l.update(ctx, "web", func(s *corev1.Service) {
@@ -203,14 +203,14 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
 
 			Expect(f.Client.CoreV1().Services(l.ns).Delete(ctx, "web", metav1.DeleteOptions{})).To(Succeed())
-			Eventually(ctx, func(g Gomega) {
-				s, err := l.get(ctx, "web")
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				s, err := v.Service(l.ns, "web")
 				if apierrors.IsNotFound(err) {
 					return
 				}
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(s.DeletionTimestamp).To(BeNil(), "Service %s/web is still terminating, held by finalizers %v", l.ns, s.Finalizers)
-			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).WithPolling(l.poll()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
 			l.expectCloudGone(ctx, svc)
 		})
 
@@ -240,18 +240,11 @@ func declare(f *framework.Framework) {
 			Expect(cloud.Backends).NotTo(BeEmpty())
 			victim := framework.Sorted(cloud.Backends)[0]
 
+			// A merge patch of the label alone: the kubelet and the
+			// controllers update the Node all the time, and an Update of
+			// the whole object would keep conflicting with them.
 			setExcluded := func(ctx context.Context, excluded bool) error {
-				node, err := f.Client.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if excluded {
-					node.Labels[corev1.LabelNodeExcludeBalancers] = "true"
-				} else {
-					delete(node.Labels, corev1.LabelNodeExcludeBalancers)
-				}
-				_, err = f.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-				return err
+				return f.SetNodeLabel(ctx, victim, corev1.LabelNodeExcludeBalancers, excluded, "true")
 			}
 			Eventually(ctx, setExcluded).WithArguments(true).WithTimeout(30 * time.Second).Should(Succeed())
 			DeferCleanup(func(ctx SpecContext) {
@@ -277,8 +270,10 @@ func declare(f *framework.Framework) {
 		It("leaves a Service with a loadBalancerClass alone", func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			svc := l.create(ctx, "classy", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/not-this-ccm") })
-			// A Service without a class, created after it, shows the CCM is
-			// working meanwhile.
+			// The control: a Service without a class, created after it,
+			// gets its load balancer. The service controller takes Services
+			// in turn, so by then it has seen this one; the watch that
+			// follows is for a CCM that acts late.
 			l.create(ctx, "plain", nil)
 			l.waitForIngress(ctx, "plain")
 			Consistently(ctx, func(g Gomega) {

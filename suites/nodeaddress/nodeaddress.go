@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
@@ -32,31 +31,29 @@ func declare(f *framework.Framework) {
 		// fresh cluster the CCM may still be working through them.
 		initializedNodes := func(ctx context.Context) []corev1.Node {
 			var nodes []corev1.Node
-			Eventually(ctx, func(g Gomega) {
-				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-				g.Expect(err).NotTo(HaveOccurred(), "listing nodes")
-				g.Expect(list.Items).NotTo(BeEmpty(), "the cluster has no nodes")
-				for i := range list.Items {
-					n := &list.Items[i]
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				nodes = v.Nodes()
+				g.Expect(nodes).NotTo(BeEmpty(), "the cluster has no nodes")
+				for i := range nodes {
+					n := &nodes[i]
 					g.Expect(framework.Uninitialized(n)).To(BeFalse(),
 						"node %s still has the node.cloudprovider.kubernetes.io/uninitialized taint", n.Name)
 				}
-				nodes = list.Items
-			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
 			return nodes
 		}
 
 		// waitInitialized waits until the node has lost the uninitialized
 		// taint and, if check is set, passes check.
 		waitInitialized := func(ctx context.Context, name string, check func(Gomega, *corev1.Node)) {
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", name)
 				if check != nil {
 					check(g, n)
 				}
-			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
 		}
 
 		instanceOf := func(ctx context.Context, node string) *clouddriver.Instance {
@@ -85,9 +82,7 @@ func declare(f *framework.Framework) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
 			initializedNodes(ctx)
 			Eventually(ctx, func(g Gomega) {
-				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				for _, n := range list.Items {
+				for _, n := range f.View().Nodes() {
 					inst, err := f.Driver.GetInstance(ctx, n.Name)
 					g.Expect(err).NotTo(HaveOccurred(), "instance of node %s", n.Name)
 					want, err := framework.ExpectedAddresses(inst.Addresses, framework.ProvidedNodeIPs(&n))
@@ -159,13 +154,13 @@ func declare(f *framework.Framework) {
 			want, err := framework.ExpectedAddresses(inst.Addresses, nil)
 			Expect(err).NotTo(HaveOccurred())
 
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(m.Name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.SameAddressSet(n.Status.Addresses, want)).To(BeTrue(),
 					"node %s: expected addresses [%s] after the cloud changed them, saw [%s]",
 					m.Name, framework.FormatAddresses(want), framework.FormatAddresses(n.Status.Addresses))
-			}).WithTimeout(f.Timeout(profile.NodeAddressUpdate)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.NodeAddressUpdate)).Should(Succeed())
 		})
 	})
 }

@@ -6,6 +6,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,9 +20,15 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
+// failedLookups is how many failed lookups of a NotReady node's instance
+// the cloud must have answered before the spec takes the node's survival as
+// the CCM's decision.
+const failedLookups = 3
+
 // Suite returns the node lifecycle suite.
 func Suite() framework.Suite {
-	return framework.Suite{Name: "nodelifecycle", Declare: declare}
+	// Every spec waits for a node to turn NotReady.
+	return framework.Suite{Name: "nodelifecycle", Declare: declare, SpecSeconds: 6}
 }
 
 func declare(f *framework.Framework) {
@@ -36,31 +43,40 @@ func declare(f *framework.Framework) {
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(f.Machines.Delete, m.Name)
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(m.Name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", m.Name)
-			}).WithTimeout(f.Timeout(profile.NodeInitialize)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
 			return m
 		}
 
+		// waitWatched waits until the watch has seen a Node the spec just
+		// registered.
+		waitWatched := func(ctx context.Context, name string) {
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				_, err := v.Node(name)
+				g.Expect(err).NotTo(HaveOccurred())
+			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
+		}
+
 		waitNotReady := func(ctx context.Context, name string) {
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.Ready(n)).To(BeFalse(), "node %s is still Ready although its kubelet went silent", name)
-			}).WithTimeout(f.Timeout(profile.NodeShutdown)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 		}
 
 		expectDeleted := func(ctx context.Context, name, why string) {
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(name)
 				if apierrors.IsNotFound(err) {
 					return
 				}
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(n).To(BeNil(), "node %s still exists (Ready=%v, taints %v) although %s", name, framework.Ready(n), n.Spec.Taints, why)
-			}).WithTimeout(f.Timeout(profile.NodeDeletion)).WithPolling(f.PollInterval()).Should(Succeed())
+				g.Expect(n.DeletionTimestamp).NotTo(BeNil(), "node %s still exists (Ready=%v, taints %s) although %s", name, framework.Ready(n), framework.FormatTaints(n.Spec.Taints), why)
+			}).WithTimeout(f.Timeout(profile.NodeDeletion)).Should(Succeed())
 		}
 
 		It("deletes the Node of an instance deleted in the cloud and keeps the others", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
@@ -90,22 +106,26 @@ func declare(f *framework.Framework) {
 			m.Kubelet.Stop()
 			Expect(f.Driver.StopInstance(ctx, m.Name)).To(Succeed())
 			waitNotReady(ctx, m.Name)
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
-				g.Expect(err).NotTo(HaveOccurred(), "node %s of a stopped (not deleted) instance must be kept", m.Name)
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(m.Name)
+				if apierrors.IsNotFound(err) {
+					StopTrying(fmt.Sprintf("node %s was deleted, but its instance is only stopped: a Node of a stopped instance must be kept (and tainted %s)",
+						m.Name, cloudproviderapi.TaintNodeShutdown)).Now()
+				}
+				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.HasTaint(n, cloudproviderapi.TaintNodeShutdown)).To(BeTrue(),
 					"node %s: instance is stopped and the node NotReady, expected taint %s, saw taints %v", m.Name, cloudproviderapi.TaintNodeShutdown, n.Spec.Taints)
-			}).WithTimeout(f.Timeout(profile.NodeShutdown)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 
 			Expect(f.Driver.StartInstance(ctx, m.Name)).To(Succeed())
 			m.Kubelet.Resume()
-			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(m.Name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.Ready(n)).To(BeTrue(), "node %s is not Ready after its instance started", m.Name)
 				g.Expect(framework.HasTaint(n, cloudproviderapi.TaintNodeShutdown)).To(BeFalse(),
 					"node %s: instance running again, yet the %s taint stays", m.Name, cloudproviderapi.TaintNodeShutdown)
-			}).WithTimeout(f.Timeout(profile.NodeShutdown)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 		})
 
 		It("keeps a Node whose instance never existed uninitialized, and deletes it once it is NotReady", func(ctx SpecContext) {
@@ -115,30 +135,67 @@ func declare(f *framework.Framework) {
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(f.Machines.Delete, name)
 
-			Consistently(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			waitWatched(ctx, name)
+			f.Consistently(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(framework.Uninitialized(n)).To(BeTrue(), "node %s has no instance in the cloud, yet the CCM initialized it (providerID %q)", name, n.Spec.ProviderID)
-			}).WithTimeout(4 * f.PollInterval()).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(4 * f.PollInterval()).Should(Succeed())
 
 			k.Stop()
 			expectDeleted(ctx, name, "no instance of that name exists and the node is NotReady")
 		})
 
-		It("keeps a NotReady Node while the cloud answers instance lookups with errors", func(ctx SpecContext) {
-			f.RequireDriverVerbs(clouddriver.VerbFaultInject, clouddriver.VerbFaultClear)
+		It("keeps a NotReady Node while the cloud answers instance lookups with errors, and deletes it once the cloud says the instance is gone", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbFaultInject, clouddriver.VerbFaultClear, clouddriver.VerbInstanceDelete)
 			m := initializedMachine(ctx)
 
 			Expect(f.Driver.InjectFault(ctx, clouddriver.FaultTargetInstances, 1)).To(Succeed())
 			DeferCleanup(f.Driver.ClearFaults)
 			m.Kubelet.Stop()
 			waitNotReady(ctx, m.Name)
-			Consistently(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+			var mark int64
+			callLog := f.Driver.Supports(clouddriver.VerbCallsList)
+			if callLog {
+				_, last, err := f.Driver.ListCalls(ctx, 0)
+				Expect(err).NotTo(HaveOccurred())
+				mark = last
+			}
+
+			nodeKept := func(g Gomega) {
+				_, err := f.View().Node(m.Name)
 				g.Expect(err).NotTo(HaveOccurred(),
 					"node %s was deleted while the cloud answered every instance lookup with an error: the CCM must not take an error for a missing instance", m.Name)
-				g.Expect(n.Status.Conditions).NotTo(BeEmpty())
-			}).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
+			}
+			if callLog {
+				// The control: since the node turned NotReady, the cloud
+				// failed the CCM's lookups of the instance again and again
+				// (its node lifecycle controller and its node status
+				// updates both look), so the CCM has had its chances to
+				// act on the errors.
+				Eventually(ctx, func(g Gomega) {
+					nodeKept(g)
+					calls, _, err := f.Driver.ListCalls(ctx, mark)
+					g.Expect(err).NotTo(HaveOccurred())
+					failed := 0
+					for _, c := range calls {
+						if c.Resource == m.Name && c.Error != "" {
+							failed++
+						}
+					}
+					g.Expect(failed).To(BeNumerically(">=", failedLookups),
+						"node %s is NotReady and the cloud's instance API fails, yet the cloud logged %d failed lookups of its instance by the CCM since (%d calls in all), expected %d: is the fault in effect, does the CCM look?",
+						m.Name, failed, len(calls), failedLookups)
+				}).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
+			} else {
+				Consistently(ctx, nodeKept).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
+			}
+
+			// The same CCM acts once the cloud answers again and the
+			// instance is gone.
+			Expect(f.Driver.ClearFaults(ctx)).To(Succeed())
+			Expect(f.Driver.DeleteInstance(ctx, m.Name)).To(Succeed())
+			expectDeleted(ctx, m.Name, "the cloud answers again and says its instance is gone")
 		})
 	})
 }

@@ -63,18 +63,17 @@ func declare(f *framework.Framework) {
 		expectNodeRoutes := func(ctx context.Context) []corev1.Node {
 			var nodes []corev1.Node
 			Eventually(ctx, func(g Gomega) {
-				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
+				list := f.View().Nodes()
 				routes, err := f.Driver.ListRoutes(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
-				for _, n := range list.Items {
+				for _, n := range list {
 					g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s has no podCIDRs (is node CIDR allocation on?)", n.Name)
 					for _, cidr := range n.Spec.PodCIDRs {
 						g.Expect(hasRoute(routes, cidr, n.Name)).To(BeTrue(),
 							"node %s: expected a cloud route %s->%s, the cloud has [%s]", n.Name, cidr, n.Name, formatRoutes(routes))
 					}
 				}
-				nodes = list.Items
+				nodes = list
 			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
 			return nodes
 		}
@@ -103,10 +102,8 @@ func declare(f *framework.Framework) {
 		})
 
 		It("clears NodeNetworkUnavailable with reason RouteCreated on every node", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
-			Eventually(ctx, func(g Gomega) {
-				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				for _, n := range list.Items {
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				for _, n := range v.Nodes() {
 					var cond *corev1.NodeCondition
 					for i := range n.Status.Conditions {
 						if n.Status.Conditions[i].Type == corev1.NodeNetworkUnavailable {
@@ -118,7 +115,7 @@ func declare(f *framework.Framework) {
 						n.Name, cond.Status, cond.Reason, cond.Message)
 					g.Expect(cond.Reason).To(Equal("RouteCreated"), "node %s: NetworkUnavailable reason is %q, expected RouteCreated", n.Name, cond.Reason)
 				}
-			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
+			}).WithTimeout(f.Timeout(profile.RouteSync)).Should(Succeed())
 		})
 
 		It("deletes the route of a deleted node", func(ctx SpecContext) {
@@ -130,7 +127,7 @@ func declare(f *framework.Framework) {
 
 			var podCIDRs []string
 			Eventually(ctx, func(g Gomega) {
-				n, err := f.Client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+				n, err := f.View().Node(m.Name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s has no podCIDRs yet", m.Name)
 				routes, err := f.Driver.ListRoutes(ctx)

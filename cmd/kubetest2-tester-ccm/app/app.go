@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
+	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
@@ -216,7 +217,7 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		ProfilePath:    o.provider,
 		LabelFilter:    o.labelFilter,
 		ArtifactsDir:   runDir,
-		Kubeconfig:     o.kubeconfig,
+		Backend:        cluster.FromKubeconfig(o.kubeconfig),
 		Suites:         suites.All(),
 		Out:            buildLog.Tee(stdout),
 		HarnessVersion: Version,

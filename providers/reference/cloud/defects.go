@@ -29,8 +29,9 @@ const (
 	// DefectIgnoreSourceRanges opens load balancers to every client,
 	// whatever the Service's loadBalancerSourceRanges say.
 	DefectIgnoreSourceRanges Defect = "ignore-source-ranges"
-	// DefectWrongRouteCIDR creates routes for the CIDR block after the
-	// requested one (10.244.1.0/24 becomes 10.244.2.0/24).
+	// DefectWrongRouteCIDR creates routes for a CIDR block 128 blocks after
+	// the requested one (10.244.1.0/24 becomes 10.244.129.0/24), and
+	// reports success when asked again.
 	DefectWrongRouteCIDR Defect = "wrong-route-cidr"
 	// DefectKeepRoutes makes DeleteRoute do nothing.
 	DefectKeepRoutes Defect = "keep-routes"

@@ -47,11 +47,20 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
 	cidr := route.DestinationCIDR
 	if r.defects.Has(DefectWrongRouteCIDR) {
-		shifted, err := nextBlock(cidr)
+		shifted, err := farBlock(cidr)
 		if err != nil {
 			return err
 		}
 		cidr = shifted
+		// Quietly wrong: a second try finds its own route and reports
+		// success, so the CCM believes the route is in place.
+		if existing, err := r.client.ListRoutes(ctx); err == nil {
+			for _, rt := range existing {
+				if rt.DestinationCIDR == cidr && rt.NodeName == string(route.TargetNode) {
+					return nil
+				}
+			}
+		}
 	}
 	created, err := r.client.CreateRoute(ctx, cloudapi.CreateRouteRequest{NodeName: string(route.TargetNode), DestinationCIDR: cidr})
 	if err != nil {
@@ -74,6 +83,22 @@ func (r *routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider
 	klog.FromContext(ctx).V(2).Info("Deleted route", "route", route.Name, "node", route.TargetNode, "destinationCIDR", route.DestinationCIDR)
 	return nil
 }
+
+// farBlock returns the CIDR block of the same size wrongBlockOffset blocks
+// after cidr: far enough that no other node of a test cluster has it.
+func farBlock(cidr string) (string, error) {
+	for range wrongBlockOffset - 1 {
+		next, err := nextBlock(cidr)
+		if err != nil {
+			return "", err
+		}
+		cidr = next
+	}
+	return nextBlock(cidr)
+}
+
+// wrongBlockOffset is how far the wrong-route-cidr defect shifts a route.
+const wrongBlockOffset = 128
 
 // nextBlock returns the CIDR block of the same size right after cidr:
 // 10.244.1.0/24 gives 10.244.2.0/24. It wraps around at the end of the

@@ -164,7 +164,9 @@ func (s *Server) handle(pattern, op string, okStatus int, fn func(*http.Request)
 			body any
 			err  error
 		)
+		var resource string
 		if op != "" {
+			resource = s.resourceOf(r)
 			err = s.injectFault(r.Context(), op, caller)
 		}
 		if err == nil {
@@ -176,7 +178,7 @@ func (s *Server) handle(pattern, op string, okStatus int, fn func(*http.Request)
 			body = ErrorBody{Error: err.Error()}
 		}
 		if op != "" {
-			s.record(op, caller, err)
+			s.record(op, caller, resource, err)
 		}
 		writeJSON(w, status, body)
 		s.logf("%s %s -> %d op=%s caller=%q duration=%s", r.Method, r.URL.RequestURI(), status, op, caller, time.Since(start).Round(time.Microsecond))
@@ -227,12 +229,30 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
+// resourceOf names what a request is about, for the call log: the
+// instance's name (also when the request gives its ID), the load
+// balancer's or route's name, or the name a list filters on.
+func (s *Server) resourceOf(r *http.Request) string {
+	if id := r.PathValue("id"); id != "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if rec, ok := s.instances[id]; ok {
+			return rec.Name
+		}
+		return id
+	}
+	if name := r.PathValue("name"); name != "" {
+		return name
+	}
+	return r.URL.Query().Get("name")
+}
+
 // record appends a call to the call log.
-func (s *Server) record(op, caller string, err error) {
+func (s *Server) record(op, caller, resource string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.callSeq++
-	c := Call{Seq: s.callSeq, Time: s.opts.Now(), Operation: op, Caller: caller}
+	c := Call{Seq: s.callSeq, Time: s.opts.Now(), Operation: op, Caller: caller, Resource: resource}
 	if err != nil {
 		c.Error = err.Error()
 	}

@@ -355,7 +355,7 @@ func TestCallLog(t *testing.T) {
 	s, c := newTestCloud(t, Options{DisableDataPath: true, Now: func() time.Time { return clock }})
 	ctx := t.Context()
 
-	_, _ = c.CreateInstance(ctx, CreateInstanceRequest{Name: "n1"})
+	n1, _ := c.CreateInstance(ctx, CreateInstanceRequest{Name: "n1"})
 	_, _ = c.GetInstance(ctx, "i-0009")
 	rawCall(t, s, "GET", "/v1/routes", "") // no caller header
 	_, _ = c.Faults(ctx)                   // not a cloud operation: not logged
@@ -366,7 +366,8 @@ func TestCallLog(t *testing.T) {
 	}
 	want := []Call{
 		{Seq: 1, Time: clock, Operation: OpInstanceCreate, Caller: "test"},
-		{Seq: 2, Time: clock, Operation: OpInstanceGet, Caller: "test", Error: `instance "i-0009" not found`},
+		// An ID no instance has is logged as given.
+		{Seq: 2, Time: clock, Operation: OpInstanceGet, Caller: "test", Resource: "i-0009", Error: `instance "i-0009" not found`},
 		{Seq: 3, Time: clock, Operation: OpRouteList},
 	}
 	if !reflect.DeepEqual(calls, want) {
@@ -377,6 +378,11 @@ func TestCallLog(t *testing.T) {
 	}
 	if calls, err := c.Calls(ctx, 3); err != nil || len(calls) != 0 {
 		t.Errorf("Calls(3) = %+v, %v; want none", calls, err)
+	}
+	// A call that gives an instance's ID is logged with its name.
+	_, _ = c.GetInstance(ctx, n1.ID)
+	if calls, err := c.Calls(ctx, 3); err != nil || len(calls) != 1 || calls[0].Resource != "n1" {
+		t.Errorf("Calls(3) after getting n1 by ID = %+v, %v; want one call about n1", calls, err)
 	}
 }
 

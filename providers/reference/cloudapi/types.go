@@ -155,6 +155,10 @@ type Call struct {
 	Operation string `json:"operation"`
 	// Caller is the X-Reference-Caller header of the request.
 	Caller string `json:"caller"`
+	// Resource names what the call was about: an instance's name (also
+	// for a call that gave its ID), a load balancer's or route's name, or
+	// the name a list asked for; empty for a plain list.
+	Resource string `json:"resource,omitempty"`
 	// Error is the error the call answered with, empty on success.
 	Error string `json:"error,omitempty"`
 }

@@ -365,6 +365,7 @@ type Call struct {
 	Time      time.Time `json:"time"`
 	Operation string    `json:"operation"`
 	Caller    string    `json:"caller"`
+	Resource  string    `json:"resource,omitempty"`
 	Error     string    `json:"error,omitempty"`
 }
 
@@ -416,7 +417,7 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 		if len(req.Operations) > 0 && !slices.Contains(req.Operations, op) {
 			continue
 		}
-		resp.Calls = append(resp.Calls, Call{Seq: c.Seq, Time: c.Time, Operation: op, Caller: c.Caller, Error: c.Error})
+		resp.Calls = append(resp.Calls, Call{Seq: c.Seq, Time: c.Time, Operation: op, Caller: c.Caller, Resource: c.Resource, Error: c.Error})
 	}
 	return resp, nil
 }

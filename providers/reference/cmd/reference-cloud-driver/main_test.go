@@ -91,7 +91,7 @@ func TestBinary(t *testing.T) {
 		// The admin client calls as "test", the driver as "cloud-driver":
 		// only the first shows in the call log the driver prints.
 		{name: "calls of one operation", verb: "calls list", request: `{"operations":["EnsureLoadBalancer"]}`,
-			want: `{"calls":[{"seq":14,"time":"2026-01-02T03:04:05Z","operation":"EnsureLoadBalancer","caller":"test"}],"last":15}`},
+			want: `{"calls":[{"seq":14,"time":"2026-01-02T03:04:05Z","operation":"EnsureLoadBalancer","caller":"test","resource":"a1b4e28ba2fa111d2883f0016d3cca42"}],"last":15}`},
 		{name: "no calls after the last", verb: "calls list", request: `{"after":15}`, want: `{"calls":[],"last":15}`},
 		{name: "negative after", verb: "calls list", request: `{"after":-1}`, wantExit: 1, wantErr: "after -1"},
 		{name: "load balancer without uid", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web"}`, wantExit: 1, wantErr: "uid"},

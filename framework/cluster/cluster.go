@@ -1,0 +1,100 @@
+// Package cluster says what the harness needs of a Kubernetes cluster,
+// whatever brought it up. A run gets its cluster from a Backend chosen by
+// the caller (the CLI picks one from its flags): the embedded local cluster
+// (framework/local), an existing cluster reached through a kubeconfig
+// (FromKubeconfig here), or kind (the top-level kind package). There is no
+// registry: a backend is a value built by its package's constructor.
+//
+// Cluster holds only what every backend has. What some backends can do is
+// an optional interface, found by type assertion: simulated nodes
+// (NodeSimulator), logs to keep (LogExporter), work that goes on after
+// Start returned (Finisher), known pod networks (PodNetworks), and facts for
+// the run's metadata (Describer).
+package cluster
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Cluster is a running Kubernetes cluster the suites can reach.
+type Cluster interface {
+	// Backend names how the cluster was brought up ("local", "kubeconfig",
+	// "kind"); it goes into the run's metadata.
+	Backend() string
+	// Kubeconfig is the path of a kubeconfig with admin rights.
+	Kubeconfig() string
+	// RESTConfig returns a new admin client configuration.
+	RESTConfig() *rest.Config
+	// Stop releases what the backend brought up for the run, also when ctx
+	// is already done. A cluster the harness did not create is left
+	// running.
+	Stop(ctx context.Context) error
+}
+
+// Backend brings up (or attaches to) the cluster of one run.
+type Backend interface {
+	// Name is what Cluster.Backend will return.
+	Name() string
+	// SimulatesNodes says whether its clusters have no machines of their
+	// own, so that the harness simulates the nodes (and their clusters are
+	// NodeSimulators). It is known before Start, so that input that needs
+	// real nodes, or a CCM already deployed, is refused at once.
+	SimulatesNodes() bool
+	// Start returns a running cluster. On error nothing is left behind.
+	Start(ctx context.Context, in StartInput) (Cluster, error)
+}
+
+// StartInput is what a run tells its backend.
+type StartInput struct {
+	// Dir is a private, empty directory of the run the backend may use.
+	Dir string
+	// Nodes is how many worker nodes the profile asks for (backends with
+	// real nodes create them; the local backend's nodes are simulated by
+	// the runner).
+	Nodes int
+	// IPFamilies of the cluster: IPv4, IPv6 or both.
+	IPFamilies []string
+	// Progress receives human-readable progress of long steps.
+	Progress io.Writer
+}
+
+// NodeSimulator is a cluster without machines of its own: the harness
+// registers simulated kubelets as its nodes and makes cloud instances for
+// them through the cloud driver (the local backend).
+type NodeSimulator interface {
+	// KubeletVersion is what the simulated kubelets report.
+	KubeletVersion() string
+	// NodeHeartbeatInterval is how often a simulated kubelet must renew its
+	// Lease and Ready condition for the cluster to keep it Ready.
+	NodeHeartbeatInterval() time.Duration
+}
+
+// Finisher is a cluster whose Start returns before every component is
+// ready, so that the run can start its CCM and nodes meanwhile. Ready
+// blocks until the rest is up.
+type Finisher interface {
+	Ready(ctx context.Context) error
+}
+
+// LogExporter is a cluster with logs worth keeping with the run's results:
+// its components', its nodes' (kubelet, container runtime) or its pods'.
+type LogExporter interface {
+	// ExportLogs copies the logs into dir. It is called before Stop.
+	ExportLogs(ctx context.Context, dir string) error
+}
+
+// PodNetworks is a cluster that knows its pod networks (the
+// kube-controller-manager's --cluster-cidr).
+type PodNetworks interface {
+	ClusterCIDRs() []string
+}
+
+// Describer is a cluster with facts that tell two runs apart (a node
+// image, which workaround ran), for the run's metadata.
+type Describer interface {
+	Metadata() map[string]string
+}

@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// reachTimeout bounds the first request to an existing cluster, so that an
+// unreachable one is reported in seconds, not after client-go's retries.
+const reachTimeout = 10 * time.Second
+
+// FromKubeconfig is the backend of a cluster that already runs: the run
+// uses it as the kubeconfig at path describes it and leaves it running.
+func FromKubeconfig(path string) Backend { return existingBackend{path: path} }
+
+type existingBackend struct{ path string }
+
+func (b existingBackend) Name() string { return "kubeconfig" }
+
+func (b existingBackend) SimulatesNodes() bool { return false }
+
+// Start loads the kubeconfig and checks that the cluster answers. Errors
+// name the kubeconfig: one that does not load is an *InputError.
+func (b existingBackend) Start(ctx context.Context, _ StartInput) (Cluster, error) {
+	config, err := clientcmd.BuildConfigFromFlags("", b.path)
+	if err != nil {
+		return nil, &InputError{Err: fmt.Errorf("--kubeconfig %s: %s", b.path, firstLine(err.Error()))}
+	}
+	probe := rest.CopyConfig(config)
+	probe.Timeout = reachTimeout
+	client, err := kubernetes.NewForConfig(probe)
+	if err != nil {
+		return nil, &InputError{Err: fmt.Errorf("--kubeconfig %s: %w", b.path, err)}
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("cluster %s (from %s) is unreachable: %s", config.Host, b.path, firstLine(err.Error()))
+	}
+	return &existing{path: b.path, config: config}, nil
+}
+
+type existing struct {
+	path   string
+	config *rest.Config
+}
+
+func (e *existing) Backend() string                { return "kubeconfig" }
+func (e *existing) Kubeconfig() string             { return e.path }
+func (e *existing) RESTConfig() *rest.Config       { return rest.CopyConfig(e.config) }
+func (e *existing) Stop(ctx context.Context) error { return nil }
+
+// InputError is a backend's complaint about its input (a kubeconfig that
+// does not load, a malformed option), as opposed to a cluster that would
+// not come up.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i]) + " …"
+	}
+	return s
+}

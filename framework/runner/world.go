@@ -1,0 +1,474 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
+	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// Bounds of the world's own steps (the profile's named timeouts bound what
+// the CCM and the cloud do).
+const (
+	// serviceReadyTimeout bounds the wait for a profile service's ready file.
+	serviceReadyTimeout = time.Minute
+	// serviceStopGrace is how long a profile service gets to exit after
+	// SIGTERM.
+	serviceStopGrace = 10 * time.Second
+	// teardownTimeout bounds the whole teardown of a world.
+	teardownTimeout = 2 * time.Minute
+	// readyFilePoll is how often the wait for a ready file looks.
+	readyFilePoll = 50 * time.Millisecond
+	// ccmHealthPoll is how often the wait for a CCM's /healthz asks.
+	ccmHealthPoll = 100 * time.Millisecond
+	// clientQPS and clientBurst limit the harness's requests to the
+	// cluster: far above what the specs need, far below what would burden
+	// a real cluster's API server.
+	clientQPS, clientBurst = 100, 200
+)
+
+// world is everything one run of the specs needs, brought up in order and
+// torn down in reverse: a cluster from the backend, the profile's services,
+// the cloud driver, the CCM under test and, on clusters without machines,
+// the simulated nodes.
+type world struct {
+	profile  *profile.Profile
+	backend  cluster.Backend
+	out      io.Writer
+	logDir   string // component logs
+	runDir   string // private, removed at the end
+	cleanups []cleanup
+
+	expander profile.Expander
+	cluster  cluster.Cluster
+	config   *rest.Config
+	client   kubernetes.Interface
+	driver   *clouddriver.Driver
+	watch    *framework.Watch
+	ccm      *mainCCM
+	deployed *ccm.Deployed
+	machines *framework.Machines
+	kubelets *nodes.Pool
+	nodes    []string // the simulated nodes registered at setup
+
+	// info collects what the world learns about itself for the reports.
+	info RunInfo
+	// phases records how long each setup step took.
+	phases []Phase
+}
+
+// Phase is one timed setup step of a world.
+type Phase struct {
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"duration"`
+}
+
+type cleanup struct {
+	what string
+	fn   func(context.Context) error
+}
+
+// onTeardown registers fn to run when the world is torn down, in reverse
+// order of registration.
+func (w *world) onTeardown(what string, fn func(context.Context) error) {
+	w.cleanups = append(w.cleanups, cleanup{what, fn})
+}
+
+func (w *world) logf(format string, args ...any) {
+	fmt.Fprintf(w.out, "[ccm-conformance] "+format+"\n", args...)
+}
+
+// timed runs step and records its duration as a phase.
+func (w *world) timed(name string, step func() error) error {
+	start := time.Now()
+	err := step()
+	w.phases = append(w.phases, Phase{Name: name, Duration: time.Since(start)})
+	return err
+}
+
+// setUp brings the world up. On error, what came up is torn down by the
+// caller's tearDown.
+func (w *world) setUp(ctx context.Context) error {
+	if err := os.MkdirAll(w.logDir, 0o755); err != nil {
+		return &InputError{fmt.Errorf("--artifacts: %w", err)}
+	}
+	var err error
+	w.runDir, err = os.MkdirTemp(runDirBase(), "ccm-conformance-run-")
+	if err != nil {
+		return &SetupError{Step: "run directory", Err: err}
+	}
+	w.onTeardown("remove run directory", func(context.Context) error { return os.RemoveAll(w.runDir) })
+
+	if err := w.timed("cluster", func() error { return w.startCluster(ctx) }); err != nil {
+		return err
+	}
+	w.expander = w.profile.NewExpander(w.runDir, w.cluster.Kubeconfig())
+	err = w.timed("cloud", func() error {
+		for _, s := range w.profile.Services {
+			if err := w.startService(ctx, s); err != nil {
+				return err
+			}
+		}
+		return w.startDriver(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.timed("ccm", func() error { return w.startCCM(ctx) }); err != nil {
+		return err
+	}
+	if sim, ok := w.cluster.(cluster.NodeSimulator); ok {
+		if err := w.timed("nodes", func() error { return w.registerNodes(ctx, sim) }); err != nil {
+			return err
+		}
+	}
+	if fin, ok := w.cluster.(cluster.Finisher); ok {
+		err := w.timed("cluster ready", func() error { return fin.Ready(ctx) })
+		if err != nil {
+			return &SetupError{Step: "cluster", Err: err}
+		}
+	}
+	return nil
+}
+
+func (w *world) startCluster(ctx context.Context) error {
+	w.logf("starting the cluster (%s backend)", w.backend.Name())
+	start := time.Now()
+	c, err := w.backend.Start(ctx, cluster.StartInput{
+		Dir:        w.runDir,
+		Nodes:      w.profile.Cluster.Nodes,
+		IPFamilies: w.profile.Cluster.IPFamilies,
+		Progress:   w.out,
+	})
+	if err != nil {
+		var inErr *cluster.InputError
+		if errors.As(err, &inErr) {
+			return &InputError{inErr.Err}
+		}
+		return &SetupError{Step: "cluster", Err: err}
+	}
+	w.cluster = c
+	w.onTeardown("stop the cluster", func(ctx context.Context) error {
+		var errs []error
+		if le, ok := c.(cluster.LogExporter); ok {
+			if err := le.ExportLogs(ctx, w.logDir); err != nil {
+				errs = append(errs, fmt.Errorf("exporting the cluster's logs: %w", err))
+			}
+		}
+		return errors.Join(append(errs, c.Stop(ctx))...)
+	})
+	w.config = c.RESTConfig()
+	// client-go's default limit (5 requests a second) would make every
+	// spec queue behind the others' polls.
+	w.config.QPS, w.config.Burst = clientQPS, clientBurst
+	w.client, err = kubernetes.NewForConfig(w.config)
+	if err != nil {
+		return &SetupError{Step: "cluster client", Err: err}
+	}
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	w.onTeardown("stop watching", func(context.Context) error { stopWatch(); return nil })
+	if w.watch, err = framework.StartWatch(watchCtx, w.client); err != nil {
+		return &SetupError{Step: "cluster watch", Err: err}
+	}
+	w.info.Backend = c.Backend()
+	if d, ok := c.(cluster.Describer); ok {
+		w.info.BackendMetadata = d.Metadata()
+	}
+	if v, err := w.client.Discovery().ServerVersion(); err == nil {
+		w.info.KubernetesVersion = v.GitVersion
+		// A build without git stamping (like the local cluster's, from the
+		// module proxy) reports the unexpanded "$Format:%H$": no commit.
+		if !strings.HasPrefix(v.GitCommit, "$Format") {
+			w.info.KubernetesCommit = v.GitCommit
+		}
+	}
+	w.logf("cluster API ready in %s: Kubernetes %s at %s", time.Since(start).Round(100*time.Millisecond), w.info.KubernetesVersion, w.config.Host)
+	return nil
+}
+
+func (w *world) startService(ctx context.Context, s profile.Service) error {
+	command := w.expander.ExpandAll(s.Command)
+	command[0] = w.profile.ResolvePath(command[0])
+	p, err := proc.Start(proc.Options{
+		Name:    "service " + s.Name,
+		Command: command,
+		Env:     w.expander.Environ(s.Env),
+		LogPath: filepath.Join(w.logDir, "service-"+s.Name+".log"),
+	})
+	if err != nil {
+		return &SetupError{Step: "service " + s.Name, Err: err}
+	}
+	w.onTeardown("stop service "+s.Name, func(ctx context.Context) error { return p.Stop(ctx, serviceStopGrace) })
+	if s.ReadyFile == "" {
+		return nil
+	}
+	ready := w.expander.Expand(s.ReadyFile)
+	deadline := time.Now().Add(serviceReadyTimeout)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			w.logf("service %s ready", s.Name)
+			return nil
+		}
+		if exited, _ := p.Exited(); exited {
+			return &SetupError{Step: "service " + s.Name, Err: p.ExitError()}
+		}
+		if time.Now().After(deadline) {
+			return &SetupError{Step: "service " + s.Name, Err: fmt.Errorf("%s did not appear within %s; last log lines:\n%s", ready, serviceReadyTimeout, p.Tail(10))}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(readyFilePoll):
+		}
+	}
+}
+
+func (w *world) startDriver(ctx context.Context) error {
+	d := w.profile.CloudDriver
+	if d == nil {
+		return nil
+	}
+	command := w.expander.ExpandAll(d.Command)
+	command[0] = w.profile.ResolvePath(command[0])
+	var err error
+	w.driver, err = clouddriver.New(ctx, clouddriver.Options{
+		Command:     command,
+		Env:         w.expander.Environ(d.Env),
+		CallTimeout: w.profile.Timeout(profile.CloudDriverCall),
+	})
+	if err != nil {
+		return &SetupError{Step: "cloud driver handshake", Err: err}
+	}
+	info := w.driver.Info()
+	w.logf("cloud driver: provider %q, protocol %s, %d verbs", info.Provider, info.ProtocolVersion, len(info.Verbs))
+	return nil
+}
+
+func (w *world) startCCM(ctx context.Context) error {
+	if d := w.profile.CCM.Deployed; d != nil {
+		w.deployed = &ccm.Deployed{Client: w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container}
+		if err := w.deployed.WaitReady(ctx); err != nil {
+			return &SetupError{Step: "ccm", Err: err}
+		}
+		w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
+		return nil
+	}
+	p, err := w.startCCMInstance(ctx, "", nil)
+	if err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	w.ccm = &mainCCM{current: p}
+	w.onTeardown("stop ccm", w.ccm.Stop)
+	return nil
+}
+
+// startCCMInstance starts an instance of the profile's CCM with extraArgs
+// appended and waits until it is healthy. The main instance has name "".
+func (w *world) startCCMInstance(ctx context.Context, name string, extraArgs []string) (*ccm.Process, error) {
+	b := w.profile.CCM.Binary
+	logName, label := "ccm.log", "ccm"
+	if name != "" {
+		logName, label = "ccm-"+name+".log", "ccm "+name
+	}
+	p, err := ccm.StartBinary(ccm.BinaryOptions{
+		Name:       label,
+		Path:       w.profile.ResolvePath(w.expander.Expand(b.Path)),
+		Args:       append(w.expander.ExpandAll(b.Args), extraArgs...),
+		Env:        w.expander.Environ(b.Env),
+		Kubeconfig: w.cluster.Kubeconfig(),
+		LogPath:    filepath.Join(w.logDir, logName),
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.logf("started %s (pid %d): %s", label, p.Pid(), p.CommandLine())
+	if err := p.WaitReady(ctx, w.profile.Timeout(profile.CCMReady), ccmHealthPoll); err != nil {
+		_ = p.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	w.logf("%s healthy on port %d", label, p.SecurePort())
+	return p, nil
+}
+
+// mainCCM is the CCM instance the world started; specs may stop and
+// restart it, so it is reached through this handle. Its log file stays the
+// same.
+type mainCCM struct {
+	mu      sync.Mutex
+	current *ccm.Process
+}
+
+func (m *mainCCM) get() *ccm.Process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.current
+}
+
+func (m *mainCCM) Log(ctx context.Context) (string, error) { return m.get().Log(ctx) }
+
+func (m *mainCCM) Stop(ctx context.Context) error { return m.get().Stop(ctx) }
+
+// ccmInstances implements framework.CCMs for the world.
+type ccmInstances struct{ w *world }
+
+func (c ccmInstances) Start(ctx context.Context, name string, extraArgs []string) (*ccm.Process, error) {
+	if name == "" {
+		return nil, errors.New("an extra CCM instance needs a name")
+	}
+	p, err := c.w.startCCMInstance(ctx, name, extraArgs)
+	if err != nil {
+		return nil, err
+	}
+	c.w.onTeardown("stop ccm "+name, p.Stop)
+	return p, nil
+}
+
+func (c ccmInstances) StopMain(ctx context.Context) (func(context.Context) error, error) {
+	if err := c.w.ccm.Stop(ctx); err != nil {
+		return nil, err
+	}
+	c.w.logf("stopped the main CCM for a spec")
+	return func(ctx context.Context) error {
+		p, err := c.w.startCCMInstance(ctx, "", nil)
+		if err != nil {
+			return err
+		}
+		c.w.ccm.mu.Lock()
+		c.w.ccm.current = p
+		c.w.ccm.mu.Unlock()
+		return nil
+	}, nil
+}
+
+// registerNodes creates the profile's simulated machines: one cloud
+// instance each, and a kubelet that registers it.
+func (w *world) registerNodes(ctx context.Context, sim cluster.NodeSimulator) error {
+	if w.driver == nil || !w.driver.Supports(clouddriver.VerbInstanceCreate) || !w.driver.Supports(clouddriver.VerbInstanceDelete) {
+		return &InputError{fmt.Errorf("profile %s: the %s backend simulates its nodes and needs a cloud driver that implements \"instance create\" and \"instance delete\"", w.profile.Path, w.backend.Name())}
+	}
+	if err := w.removeLeftoverNodes(ctx); err != nil {
+		return &SetupError{Step: "simulated nodes", Err: err}
+	}
+	// The kubelets have a client of their own, as real ones do, so that
+	// their heartbeats never wait behind the specs' requests.
+	kubeletClient, err := kubernetes.NewForConfig(w.config)
+	if err != nil {
+		return &SetupError{Step: "simulated nodes", Err: err}
+	}
+	w.kubelets = nodes.NewPool(kubeletClient, nodes.Options{
+		KubeletVersion:    sim.KubeletVersion(),
+		HeartbeatInterval: sim.NodeHeartbeatInterval(),
+		ServeNodePorts:    true,
+	})
+	w.machines = framework.NewMachines(w.driver, w.kubelets, w.profile.Cluster.IPFamilies)
+	w.onTeardown("remove simulated nodes", func(ctx context.Context) error {
+		var errs []error
+		for _, name := range w.nodes {
+			errs = append(errs, w.machines.Delete(ctx, name))
+		}
+		return errors.Join(append(errs, w.kubelets.Close(ctx))...)
+	})
+	// The machines come up together; each is independent of the others.
+	names := make([]string, w.profile.Cluster.Nodes)
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i := range names {
+		names[i] = fmt.Sprintf("ccm-node-%d", i+1)
+		wg.Go(func() {
+			_, errs[i] = w.machines.Add(ctx, framework.MachineRequest{Name: names[i]})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			w.nodes = append(w.nodes, names[i])
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &SetupError{Step: "simulated nodes", Err: err}
+	}
+	w.logf("registered %d simulated nodes (%s)", len(names), strings.Join(w.profile.Cluster.IPFamilies, ","))
+	return nil
+}
+
+// removeLeftoverNodes deletes simulated Nodes an earlier run on the same
+// cluster left behind (an attached cluster outlives its runs; a run killed
+// with SIGKILL cannot clean up). A spec that reads every node must see only
+// this run's.
+func (w *world) removeLeftoverNodes(ctx context.Context) error {
+	removed, err := nodes.RemoveSimulated(ctx, w.client)
+	if len(removed) > 0 {
+		w.logf("removed %d simulated nodes an earlier run left behind: %s", len(removed), strings.Join(removed, ", "))
+	}
+	return err
+}
+
+// tearDown runs the cleanups in reverse order and returns every error.
+func (w *world) tearDown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
+	defer cancel()
+	var errs []error
+	for i := len(w.cleanups) - 1; i >= 0; i-- {
+		c := w.cleanups[i]
+		if err := c.fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.what, err))
+		}
+	}
+	w.cleanups = nil
+	return errors.Join(errs...)
+}
+
+// framework is what the specs see of the world.
+func (w *world) framework() *framework.Framework {
+	f := &framework.Framework{
+		Profile: w.profile,
+		Config:  w.config,
+		Client:  w.client,
+		Driver:  w.driver,
+		Watch:   w.watch,
+	}
+	if w.machines != nil {
+		f.Machines = w.machines
+	}
+	if w.ccm != nil {
+		f.CCM = w.ccm
+		f.CCMInstances = ccmInstances{w}
+	}
+	if w.deployed != nil {
+		f.CCM = w.deployed
+	}
+	f.ClusterCIDRs = w.profile.Cluster.ClusterCIDRs
+	if pn, ok := w.cluster.(cluster.PodNetworks); ok {
+		f.ClusterCIDRs = pn.ClusterCIDRs()
+	}
+	return f
+}
+
+// runDirBase is where run directories go: $TMPDIR, unless its path is so
+// long that unix sockets below it (profile services often listen on one in
+// ${RUN_DIR}) would pass the kernel's 108-byte limit; then /tmp.
+func runDirBase() string {
+	base := os.TempDir()
+	if len(base) > 48 {
+		if info, err := os.Stat("/tmp"); err == nil && info.IsDir() {
+			return "/tmp"
+		}
+	}
+	return base
+}

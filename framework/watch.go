@@ -1,0 +1,203 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// WatchPollInterval is how often a watched wait (Framework.Eventually,
+// Framework.Consistently) looks at the objects the watch keeps. It costs
+// no request to the API server, so it can be short: the harness sees a
+// change within this interval of the watch delivering it.
+const WatchPollInterval = 10 * time.Millisecond
+
+// ObservationLagEntry names the report entries that record, for a watched
+// wait that had to wait, how long after the awaited change reached the
+// harness the wait returned (docs/performance.md).
+const ObservationLagEntry = "observation-lag"
+
+// Watch keeps the cluster's Nodes and Services as the harness last heard
+// of them, from one watch each, and when each version arrived. Specs read
+// them through a View inside Framework.Eventually and Framework.Consistently.
+type Watch struct {
+	factory  informers.SharedInformerFactory
+	nodes    cache.SharedIndexInformer
+	services cache.SharedIndexInformer
+
+	mu       sync.Mutex
+	arrivals map[string]arrival // by "Kind/namespace/name"
+}
+
+type arrival struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// StartWatch starts watching Nodes and Services and returns once the first
+// lists are in. The watch ends with ctx.
+func StartWatch(ctx context.Context, client kubernetes.Interface) (*Watch, error) {
+	w := &Watch{factory: informers.NewSharedInformerFactory(client, 0), arrivals: map[string]arrival{}}
+	w.nodes = w.factory.Core().V1().Nodes().Informer()
+	w.services = w.factory.Core().V1().Services().Informer()
+	for kind, inf := range map[string]cache.SharedIndexInformer{"Node": w.nodes, "Service": w.services} {
+		// The transform runs as each version arrives, before the cache
+		// holds it, so a View never reads a version without its arrival.
+		if err := inf.SetTransform(func(obj any) (any, error) {
+			w.arrived(kind, obj)
+			return obj, nil
+		}); err != nil {
+			return nil, fmt.Errorf("watching %ss: %w", kind, err)
+		}
+	}
+	w.factory.Start(ctx.Done())
+	for typ, ok := range w.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("watching %v: the first list did not arrive", typ)
+		}
+	}
+	return w, nil
+}
+
+func (w *Watch) arrived(kind string, obj any) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.arrivals[objectKey(kind, m.GetNamespace(), m.GetName())] = arrival{m.GetResourceVersion(), time.Now()}
+}
+
+func objectKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// arrivalOf returns when the version of an object arrived, if it is the
+// latest one known.
+func (w *Watch) arrivalOf(kind string, m interface {
+	GetNamespace() string
+	GetName() string
+	GetResourceVersion() string
+}) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, ok := w.arrivals[objectKey(kind, m.GetNamespace(), m.GetName())]
+	if !ok || a.resourceVersion != m.GetResourceVersion() {
+		return time.Time{}, false
+	}
+	return a.at, true
+}
+
+// View is what one look of a watched wait reads. It remembers which
+// version of which object it handed out, so that the wait can tell how
+// long after their arrival it saw them.
+type View struct {
+	w    *Watch
+	read []time.Time // arrival of each object read
+}
+
+// Node returns a copy of the Node as last watched, or a NotFound error.
+func (v *View) Node(name string) (*corev1.Node, error) {
+	obj, ok, err := v.w.nodes.GetStore().GetByKey(name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	n := obj.(*corev1.Node).DeepCopy()
+	v.note("Node", n)
+	return n, nil
+}
+
+// Nodes returns copies of every Node as last watched, sorted by name.
+func (v *View) Nodes() []corev1.Node {
+	objs := v.w.nodes.GetStore().List()
+	out := make([]corev1.Node, 0, len(objs))
+	for _, obj := range objs {
+		n := obj.(*corev1.Node)
+		v.note("Node", n)
+		out = append(out, *n.DeepCopy())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Service returns a copy of the Service as last watched, or a NotFound
+// error.
+func (v *View) Service(namespace, name string) (*corev1.Service, error) {
+	obj, ok, err := v.w.services.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(corev1.Resource("services"), namespace+"/"+name)
+	}
+	s := obj.(*corev1.Service).DeepCopy()
+	v.note("Service", s)
+	return s, nil
+}
+
+func (v *View) note(kind string, m interface {
+	GetNamespace() string
+	GetName() string
+	GetResourceVersion() string
+}) {
+	if at, ok := v.w.arrivalOf(kind, m); ok {
+		v.read = append(v.read, at)
+	}
+}
+
+// latest is the arrival of the newest version read.
+func (v *View) latest() time.Time {
+	var t time.Time
+	for _, at := range v.read {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+// Eventually waits, as gomega's Eventually, until check passes on the
+// watched objects, looking every WatchPollInterval. The caller sets the
+// timeout and the assertion: f.Eventually(ctx, check).WithTimeout(...).
+// Should(Succeed()). When the check passes on an object version that
+// arrived after the wait began, the time from its arrival to now is
+// recorded as the spec's observation lag.
+//
+// The check must read the cluster only through the View: a request to the
+// API server or a cloud driver call would run every WatchPollInterval.
+func (f *Framework) Eventually(ctx context.Context, check func(g gomega.Gomega, v *View)) gomega.AsyncAssertion {
+	start := time.Now()
+	return gomega.Eventually(ctx, func(g gomega.Gomega) {
+		v := &View{w: f.Watch}
+		check(g, v) // a failed assertion ends the look here
+		if changed := v.latest(); changed.After(start) {
+			ginkgo.AddReportEntry(ObservationLagEntry, time.Since(changed), ginkgo.ReportEntryVisibilityNever)
+		}
+	}).WithPolling(WatchPollInterval)
+}
+
+// Consistently checks, as gomega's Consistently, that check keeps passing
+// on the watched objects, looking every WatchPollInterval. The caller sets
+// the duration and the assertion.
+func (f *Framework) Consistently(ctx context.Context, check func(g gomega.Gomega, v *View)) gomega.AsyncAssertion {
+	return gomega.Consistently(ctx, func(g gomega.Gomega) {
+		check(g, &View{w: f.Watch})
+	}).WithPolling(WatchPollInterval)
+}
+
+// View returns a View for reads outside a watched wait: a wait that also
+// asks the cloud driver, and so polls at the profile's pollInterval.
+func (f *Framework) View() *View { return &View{w: f.Watch} }
