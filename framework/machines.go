@@ -18,12 +18,14 @@ type Machines struct {
 	driver     *clouddriver.Driver
 	kubelets   *nodes.Pool
 	ipFamilies []string
+	watch      *Watch
 }
 
 // NewMachines ties a cloud driver and a kubelet pool together. ipFamilies
-// is the default for new instances.
-func NewMachines(driver *clouddriver.Driver, kubelets *nodes.Pool, ipFamilies []string) *Machines {
-	return &Machines{driver: driver, kubelets: kubelets, ipFamilies: ipFamilies}
+// is the default for new instances. Registering and removing a Node returns
+// once watch shows it so.
+func NewMachines(driver *clouddriver.Driver, kubelets *nodes.Pool, ipFamilies []string, watch *Watch) *Machines {
+	return &Machines{driver: driver, kubelets: kubelets, ipFamilies: ipFamilies, watch: watch}
 }
 
 // MachineRequest describes a new machine.
@@ -75,9 +77,9 @@ func (m *Machines) Add(ctx context.Context, req MachineRequest) (*Machine, error
 	if req.NodeIPs != nil {
 		spec.NodeIPs = req.NodeIPs(inst)
 	}
-	machine.Kubelet, err = m.kubelets.Register(ctx, spec)
+	machine.Kubelet, err = m.StartKubelet(ctx, spec)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("starting kubelet of %s: %w", inst.Name, err), m.deleteInstance(ctx, inst.Name))
+		return nil, errors.Join(fmt.Errorf("starting kubelet of %s: %w", inst.Name, err), m.Delete(ctx, inst.Name))
 	}
 	return machine, nil
 }
@@ -85,7 +87,16 @@ func (m *Machines) Add(ctx context.Context, req MachineRequest) (*Machine, error
 // StartKubelet registers a Node for an instance that exists already (or
 // for one that never existed, to see how the CCM treats it).
 func (m *Machines) StartKubelet(ctx context.Context, spec nodes.Spec) (*nodes.Kubelet, error) {
-	return m.kubelets.Register(ctx, spec)
+	k, err := m.kubelets.Register(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if m.watch != nil {
+		if err := m.watch.waitNode(ctx, spec.Name, true); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
 }
 
 // Kubelet returns the simulated kubelet of a node.
@@ -94,7 +105,11 @@ func (m *Machines) Kubelet(name string) (*nodes.Kubelet, bool) { return m.kubele
 // Delete removes the Node and deletes the instance. Either may be gone
 // already.
 func (m *Machines) Delete(ctx context.Context, name string) error {
-	return errors.Join(m.kubelets.Remove(ctx, name), m.deleteInstance(ctx, name))
+	err := errors.Join(m.kubelets.Remove(ctx, name), m.deleteInstance(ctx, name))
+	if err == nil && m.watch != nil {
+		err = m.watch.waitNode(ctx, name, false)
+	}
+	return err
 }
 
 func (m *Machines) deleteInstance(ctx context.Context, name string) error {

@@ -182,7 +182,8 @@ func (f *Framework) CCMReason(ctx context.Context, nodeName string) string {
 
 // SetNodeLabel sets (set true) or removes (set false) one label of a Node
 // with a merge patch, which does not conflict with the kubelet's and the
-// controllers' concurrent updates of the Node.
+// controllers' concurrent updates of the Node, and returns once the watch
+// shows the change.
 func (f *Framework) SetNodeLabel(ctx context.Context, node, key string, set bool, value string) error {
 	var v any // JSON null removes the key
 	if set {
@@ -192,11 +193,11 @@ func (f *Framework) SetNodeLabel(ctx context.Context, node, key string, set bool
 	if err != nil {
 		return err
 	}
-	_, err = f.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	patched, err := f.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("labelling node %s %s=%v: %w", node, key, v, err)
 	}
-	return nil
+	return f.NodeWritten(ctx, patched)
 }
 
 // FormatTaints renders taints as "key=value:Effect, key:Effect".

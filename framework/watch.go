@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -43,7 +45,17 @@ type Watch struct {
 type arrival struct {
 	resourceVersion string
 	at              time.Time
+	// recent are the object's last resourceVersions, newest last, so that
+	// a spec can wait for the watch to deliver what it wrote.
+	recent []string
 }
+
+// recentVersions is how many versions of an object the watch remembers.
+const recentVersions = 32
+
+// watchCatchUp bounds the wait for the watch to deliver a version the
+// harness itself wrote; it takes milliseconds.
+const watchCatchUp = 30 * time.Second
 
 // StartWatch starts watching Nodes and Services and returns once the first
 // lists are in. The watch ends with ctx.
@@ -77,7 +89,73 @@ func (w *Watch) arrived(kind string, obj any) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.arrivals[objectKey(kind, m.GetNamespace(), m.GetName())] = arrival{m.GetResourceVersion(), time.Now()}
+	key := objectKey(kind, m.GetNamespace(), m.GetName())
+	recent := append(w.arrivals[key].recent, m.GetResourceVersion())
+	if len(recent) > recentVersions {
+		recent = recent[len(recent)-recentVersions:]
+	}
+	w.arrivals[key] = arrival{m.GetResourceVersion(), time.Now(), recent}
+}
+
+// seen reports whether the watch has delivered this version of an object.
+func (w *Watch) seen(kind string, m metav1.Object) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.arrivals[objectKey(kind, m.GetNamespace(), m.GetName())].recent, m.GetResourceVersion())
+}
+
+// waitSeen returns once the watch has delivered this version of an object
+// (the harness wrote it and got it back), so that what a View shows next
+// is not older than the write.
+func (w *Watch) waitSeen(ctx context.Context, kind string, m metav1.Object) error {
+	ctx, cancel := context.WithTimeout(ctx, watchCatchUp)
+	defer cancel()
+	for !w.seen(kind, m) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the watch did not deliver %s %s version %s within %s", kind, describe(m), m.GetResourceVersion(), watchCatchUp)
+		case <-time.After(WatchPollInterval):
+		}
+	}
+	return nil
+}
+
+// waitNode returns once the watch has the Node (present) or no longer has
+// it, so that what a View shows next agrees with what the harness did.
+func (w *Watch) waitNode(ctx context.Context, name string, present bool) error {
+	ctx, cancel := context.WithTimeout(ctx, watchCatchUp)
+	defer cancel()
+	for {
+		_, ok, err := w.nodes.GetStore().GetByKey(name)
+		if err == nil && ok == present {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the watch did not show node %s %s within %s", name, map[bool]string{true: "registered", false: "gone"}[present], watchCatchUp)
+		case <-time.After(WatchPollInterval):
+		}
+	}
+}
+
+func describe(m metav1.Object) string {
+	if m.GetNamespace() == "" {
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// NodeWritten returns once the watch shows the Node as it was written (or
+// later): call it after changing a Node, before a watched wait compares
+// anything with it.
+func (f *Framework) NodeWritten(ctx context.Context, n *corev1.Node) error {
+	return f.Watch.waitSeen(ctx, "Node", n)
+}
+
+// ServiceWritten returns once the watch shows the Service as it was written
+// (or later): call it after creating or changing a Service.
+func (f *Framework) ServiceWritten(ctx context.Context, svc *corev1.Service) error {
+	return f.Watch.waitSeen(ctx, "Service", svc)
 }
 
 func objectKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }

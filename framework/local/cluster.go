@@ -18,7 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/internal/k8sbin"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/internal/k8sbin"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
 // writeScript writes an executable shell script and returns its path.

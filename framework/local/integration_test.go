@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
-	"github.com/ccm-conformance/ccm-conformance/framework/internal/k8sbin"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
 // The integration tests run the real binaries, from the cache or, on first

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/internal/k8sbin"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
 // Defaults of Options.

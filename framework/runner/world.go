@@ -376,7 +376,7 @@ func (w *world) registerNodes(ctx context.Context, sim cluster.NodeSimulator) er
 		HeartbeatInterval: sim.NodeHeartbeatInterval(),
 		ServeNodePorts:    true,
 	})
-	w.machines = framework.NewMachines(w.driver, w.kubelets, w.profile.Cluster.IPFamilies)
+	w.machines = framework.NewMachines(w.driver, w.kubelets, w.profile.Cluster.IPFamilies, w.watch)
 	w.onTeardown("remove simulated nodes", func(ctx context.Context) error {
 		var errs []error
 		for _, name := range w.nodes {

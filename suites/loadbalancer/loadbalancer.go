@@ -43,6 +43,7 @@ func (l *lb) create(ctx context.Context, name string, mutate func(*corev1.Servic
 	created, err := l.f.Client.CoreV1().Services(l.ns).Create(ctx, svc, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred(), "creating Service %s/%s", l.ns, name)
 	DeferCleanup(l.f.DeleteService, l.ns, name)
+	Expect(l.f.ServiceWritten(ctx, created)).To(Succeed())
 	return created
 }
 
@@ -59,7 +60,9 @@ func (l *lb) update(ctx context.Context, name string, mutate func(*corev1.Servic
 		mutate(svc)
 		updated, err = l.f.Client.CoreV1().Services(l.ns).Update(ctx, svc, metav1.UpdateOptions{})
 		g.Expect(err).NotTo(HaveOccurred(), "updating Service %s/%s", l.ns, name)
-	}).WithTimeout(30 * time.Second).WithPolling(l.poll()).Should(Succeed())
+	}).WithTimeout(l.f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
+	// What the specs compare next must not be older than this update.
+	Expect(l.f.ServiceWritten(ctx, updated)).To(Succeed())
 	return updated
 }
 

@@ -51,15 +51,6 @@ func declare(f *framework.Framework) {
 			return m
 		}
 
-		// waitWatched waits until the watch has seen a Node the spec just
-		// registered.
-		waitWatched := func(ctx context.Context, name string) {
-			f.Eventually(ctx, func(g Gomega, v *framework.View) {
-				_, err := v.Node(name)
-				g.Expect(err).NotTo(HaveOccurred())
-			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
-		}
-
 		waitNotReady := func(ctx context.Context, name string) {
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(name)
@@ -135,7 +126,6 @@ func declare(f *framework.Framework) {
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(f.Machines.Delete, name)
 
-			waitWatched(ctx, name)
 			f.Consistently(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(name)
 				g.Expect(err).NotTo(HaveOccurred())

@@ -131,7 +131,9 @@ func TestBinaryPath(t *testing.T) {
 		{name: "no v", binary: KubeAPIServer, version: "1.37.2", wantErr: "kubernetes version"},
 		{name: "path in version", binary: KubeAPIServer, version: "v1.37.2/../../x", wantErr: "kubernetes version"},
 		{name: "etcd v2", binary: Etcd, version: "v2.3.8", wantErr: "etcd version"},
-		{name: "unknown", binary: "kubelet", version: "v1.37.2", wantErr: "unknown binary"},
+		{name: "kubelet", binary: Kubelet, version: "v1.37.2", want: "/c/bin/kubernetes-v1.37.2/kubelet"},
+		{name: "kubeadm", binary: Kubeadm, version: "v1.37.2", want: "/c/bin/kubernetes-v1.37.2/kubeadm"},
+		{name: "unknown", binary: "kube-frobnicator", version: "v1.37.2", wantErr: "unknown binary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +158,8 @@ func TestEnsureRejectsBadRequests(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no name", req: Request{Version: "v1.37.2"}, wantErr: "unknown binary"},
-		{name: "kubelet", req: Request{Name: "kubelet", Version: "v1.37.2"}, wantErr: "unknown binary"},
+		{name: "unknown name", req: Request{Name: "kube-frobnicator", Version: "v1.37.2"}, wantErr: "unknown binary"},
+		{name: "kubelet without a version", req: Request{Name: Kubelet}, wantErr: "kubernetes version"},
 		{name: "no kubernetes version", req: Request{Name: KubeAPIServer}, wantErr: "kubernetes version"},
 		{name: "etcd given a kubernetes version", req: Request{Name: Etcd, Version: "v1.37.2"}, wantErr: "etcd version"},
 	}

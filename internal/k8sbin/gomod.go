@@ -17,10 +17,10 @@ const (
 // mainPackage returns the import path of the main package of binary name.
 // The root package of the etcd server module is etcd's main.
 func mainPackage(name string) string {
-	switch name {
-	case KubeAPIServer, KubeControllerManager:
+	switch {
+	case isKubernetesBinary(name):
 		return kubernetesModule + "/cmd/" + name
-	case Etcd:
+	case name == Etcd:
 		return etcdServerModule
 	}
 	return ""

@@ -130,6 +130,10 @@ func coldBuildEstimate(name string) string {
 		return "about 10 minutes"
 	case KubeControllerManager:
 		return "about 10 minutes (3-4 once kube-apiserver is built)"
+	case Kubelet:
+		return "a few minutes once kube-apiserver is built"
+	case KubeScheduler, KubeProxy, Kubeadm, Kubectl:
+		return "a minute or two once kube-apiserver is built"
 	}
 	return "about a minute"
 }

@@ -1,14 +1,15 @@
-// Package k8sbin provides the control-plane binaries of the embedded local
-// cluster: kube-apiserver and kube-controller-manager at a Kubernetes release,
-// and etcd at an etcd release.
+// Package k8sbin provides Kubernetes binaries built from the Go module proxy:
+// the control plane of the embedded local cluster (kube-apiserver and
+// kube-controller-manager at a Kubernetes release, etcd at an etcd release),
+// and what a kind node image holds besides (kubelet, kubeadm, kubectl,
+// kube-scheduler, kube-proxy).
 //
 // A binary comes from one of two places. If its environment override
 // (EnvKubeAPIServer, EnvKubeControllerManager, EnvEtcd) is set, that file is
 // used as is. Otherwise it is built once from the Go module proxy and kept in a
 // per-version cache:
 //
-//	<root>/bin/kubernetes-<version>/kube-apiserver
-//	<root>/bin/kubernetes-<version>/kube-controller-manager
+//	<root>/bin/kubernetes-<version>/kube-apiserver (and the other Kubernetes binaries)
 //	<root>/bin/etcd-<version>/etcd
 //
 // where <root> is $CCM_CONFORMANCE_CACHE, or os.UserCacheDir()/ccm-conformance.
@@ -25,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -32,8 +34,25 @@ import (
 const (
 	KubeAPIServer         = "kube-apiserver"
 	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	KubeProxy             = "kube-proxy"
+	Kubelet               = "kubelet"
+	Kubeadm               = "kubeadm"
+	Kubectl               = "kubectl"
 	Etcd                  = "etcd"
 )
+
+// kubernetesBinaries are the names built from k8s.io/kubernetes/cmd/<name>.
+var kubernetesBinaries = []string{KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy, Kubelet, Kubeadm, Kubectl}
+
+func isKubernetesBinary(name string) bool {
+	for _, n := range kubernetesBinaries {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
 
 // DefaultEtcdVersion is the etcd release built when a Request for Etcd names
 // no version.
@@ -123,12 +142,12 @@ func withDefaults(req Request) (Request, error) {
 	if req.Go == "" {
 		req.Go = "go"
 	}
-	switch req.Name {
-	case KubeAPIServer, KubeControllerManager:
+	switch {
+	case isKubernetesBinary(req.Name):
 		if _, err := parseKubernetesVersion(req.Version); err != nil {
 			return req, err
 		}
-	case Etcd:
+	case req.Name == Etcd:
 		if req.Version == "" {
 			req.Version = DefaultEtcdVersion
 		}
@@ -136,7 +155,7 @@ func withDefaults(req Request) (Request, error) {
 			return req, fmt.Errorf("etcd version %q: want an etcd v3 release such as %s", req.Version, DefaultEtcdVersion)
 		}
 	default:
-		return req, fmt.Errorf("unknown binary %q: want %s, %s or %s", req.Name, KubeAPIServer, KubeControllerManager, Etcd)
+		return req, unknownBinary(req.Name)
 	}
 	return req, nil
 }
@@ -199,19 +218,23 @@ func CacheRoot(getenv func(string) string) (string, error) {
 
 // BinaryPath returns where the cache under root keeps binary name at version.
 func BinaryPath(root, name, version string) (string, error) {
-	switch name {
-	case KubeAPIServer, KubeControllerManager:
+	switch {
+	case isKubernetesBinary(name):
 		if _, err := parseKubernetesVersion(version); err != nil {
 			return "", err
 		}
 		return filepath.Join(root, "bin", "kubernetes-"+version, name), nil
-	case Etcd:
+	case name == Etcd:
 		if !etcdVersionRE.MatchString(version) {
 			return "", fmt.Errorf("etcd version %q: want an etcd v3 release such as %s", version, DefaultEtcdVersion)
 		}
 		return filepath.Join(root, "bin", "etcd-"+version, name), nil
 	}
-	return "", fmt.Errorf("unknown binary %q: want %s, %s or %s", name, KubeAPIServer, KubeControllerManager, Etcd)
+	return "", unknownBinary(name)
+}
+
+func unknownBinary(name string) error {
+	return fmt.Errorf("unknown binary %q: want one of %s or %s", name, strings.Join(kubernetesBinaries, ", "), Etcd)
 }
 
 var (
