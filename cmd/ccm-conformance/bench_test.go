@@ -170,6 +170,9 @@ func benchNodeInitialization(b *testing.B, n int) {
 	ccm := startBenchProcess(b, ctx, filepath.Join(tmp, "ccm.log"), []string{"REFERENCE_CLOUD_ENDPOINT=" + endpoint},
 		filepath.Join(binDir, "reference-ccm"), "--cloud-provider=reference", "--leader-elect=false",
 		"--controllers=cloud-node-controller", "--concurrent-node-syncs=8",
+		// The CCM's default of 20 requests a second would measure
+		// client-go's throttle, not the harness.
+		"--kube-api-qps=200", "--kube-api-burst=400",
 		"--kubeconfig="+c.Kubeconfig(), "--authentication-kubeconfig="+c.Kubeconfig(), "--authorization-kubeconfig="+c.Kubeconfig(),
 		"--bind-address=127.0.0.1", "--secure-port=0")
 	defer ccm()
@@ -184,10 +187,13 @@ func benchNodeInitialization(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The figures are the metrics below; b.Loop's own time also counts the
+	// cluster's start.
 	resetPeakRSS(b)
-	b.ResetTimer()
 	start := time.Now()
-	pool := nodes.NewPool(kubeletClient, nodes.Options{KubeletVersion: c.KubernetesVersion(), HeartbeatInterval: 10 * time.Second})
+	// A heartbeat every 20 s, within the 50 s grace period: a thousand
+	// nodes then send about 100 requests a second, which two cores serve.
+	pool := nodes.NewPool(kubeletClient, nodes.Options{KubeletVersion: c.KubernetesVersion(), HeartbeatInterval: 20 * time.Second})
 	defer pool.Close(context.Background())
 	for _, name := range names {
 		if _, err := pool.Register(ctx, nodes.Spec{Name: name}); err != nil {
@@ -208,7 +214,6 @@ func benchNodeInitialization(b *testing.B, n int) {
 		}
 		return done == n
 	})
-	b.StopTimer()
 	b.ReportMetric(time.Since(start).Seconds(), "all-initialized-s")
 	b.ReportMetric(registered.Seconds(), "registered-s")
 	b.ReportMetric(float64(peakRSS(b))/1024, "peak-rss-MiB")

@@ -11,7 +11,9 @@ import (
 // ingress IPs on loopback (127.0.0.0/8 is all routed to lo on Linux), so a
 // simulated node can really listen on its InternalIP and a test can really
 // connect to a load balancer. ExternalIPs come from the documentation
-// ranges of RFC 5737 and RFC 3849: they are reported, never sent traffic.
+// ranges of RFC 5737 and RFC 3849, then (past the 762 addresses those give,
+// for clouds of a thousand instances) from the benchmarking range of RFC
+// 2544: they are reported, never sent traffic.
 var (
 	defaultNodeIPRange    = netip.MustParsePrefix("127.64.0.0/16")
 	defaultIngressIPRange = netip.MustParsePrefix("127.65.0.0/16")
@@ -19,6 +21,7 @@ var (
 		netip.MustParsePrefix("203.0.113.0/24"),
 		netip.MustParsePrefix("198.51.100.0/24"),
 		netip.MustParsePrefix("192.0.2.0/24"),
+		netip.MustParsePrefix("198.18.0.0/15"),
 	}
 	internalIPv6Base = netip.MustParseAddr("fd00:64::")
 	externalIPv6Base = netip.MustParseAddr("2001:db8::")
@@ -54,12 +57,19 @@ func nthIPv4(prefix netip.Prefix, n int) (netip.Addr, error) {
 // IPv4 pools.
 func nthExternalIPv4(n int) (netip.Addr, error) {
 	for _, pool := range externalIPv4Pools {
-		if n <= 254 {
+		size := poolSize(pool)
+		if n <= size {
 			return nthIPv4(pool, n)
 		}
-		n -= 254
+		n -= size
 	}
 	return netip.Addr{}, fmt.Errorf("external IPv4 pools are exhausted")
+}
+
+// poolSize is how many addresses nthIPv4 hands out from an IPv4 prefix:
+// 254 of every 256.
+func poolSize(prefix netip.Prefix) int {
+	return (1 << (32 - prefix.Bits())) / 256 * 254
 }
 
 // nthIPv6 returns base + n, counting in the low 64 bits.

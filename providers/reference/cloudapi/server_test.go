@@ -101,6 +101,15 @@ func TestAllocateAddresses(t *testing.T) {
 				{AddressInternalIP, "127.64.1.1"}, {AddressExternalIP, "198.51.100.1"}, {AddressHostname, "n1"},
 			},
 		},
+		{
+			name:     "past the documentation ranges, a thousand instances",
+			n:        1000,
+			families: []string{IPv4},
+			want: []Address{
+				// 762 from RFC 5737's three /24s, then the 238th of RFC 2544's.
+				{AddressInternalIP, "127.64.3.238"}, {AddressExternalIP, "198.18.0.238"}, {AddressHostname, "n1"},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
