@@ -3,7 +3,6 @@ package framework
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -49,7 +48,7 @@ func ProbeUDP(ctx context.Context, addr string, timeout time.Duration) (string, 
 		_ = conn.SetDeadline(deadline)
 	}
 	if _, err := conn.Write([]byte("ccm-conformance probe\n")); err != nil {
-		return "", err
+		return "", fmt.Errorf("sending to %s: %w", addr, err)
 	}
 	buf := make([]byte, 2048)
 	n, err := conn.Read(buf)
@@ -57,7 +56,7 @@ func ProbeUDP(ctx context.Context, addr string, timeout time.Duration) (string, 
 		return "", fmt.Errorf("reading from %s: %w", addr, err)
 	}
 	if n == 0 {
-		return "", errors.New("empty answer")
+		return "", fmt.Errorf("%s answered with an empty datagram, expected a backend's name", addr)
 	}
 	return strings.TrimSpace(string(buf[:n])), nil
 }

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
@@ -87,7 +88,7 @@ func ExpectedAddresses(cloud []clouddriver.Address, provided []string) ([]corev1
 			}
 		}
 		if !matched {
-			return nil, fmt.Errorf("node IP %s is not among the instance's addresses", p)
+			return nil, fmt.Errorf("node IP %s is not among the instance's addresses [%s]", p, FormatAddresses(cloud))
 		}
 	}
 	for _, a := range cloud {
@@ -139,24 +140,14 @@ func SameAddressSet(a, b []corev1.NodeAddress) bool {
 }
 
 // CCMReason finds why the CCM did something to a node (or refused to): the
-// newest Warning event about the node if there is one, otherwise the last
-// lines of the CCM's log that mention the node. The upstream node
-// controller emits only a Normal "Synced" event on success and logs its
-// failures, so the log is often the only place a reason is given.
+// newest Warning event about the node if there is one, otherwise the CCM's
+// log lines that give a reason about the node's initialization
+// (NodeInitReasons). The upstream node controller emits only a Normal
+// "Synced" event on success and logs its failures, so the log is often the
+// only place a reason is given.
 func (f *Framework) CCMReason(ctx context.Context, nodeName string) string {
-	events, err := f.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.AndSelectors(
-			fields.OneTermEqualSelector("involvedObject.kind", "Node"),
-			fields.OneTermEqualSelector("involvedObject.name", nodeName),
-			fields.OneTermEqualSelector("type", corev1.EventTypeWarning),
-		).String(),
-	})
-	if err == nil && len(events.Items) > 0 {
-		sort.Slice(events.Items, func(i, j int) bool {
-			return events.Items[i].LastTimestamp.Before(&events.Items[j].LastTimestamp)
-		})
-		e := events.Items[len(events.Items)-1]
-		return fmt.Sprintf("event %s from %s: %s", e.Reason, e.Source.Component, e.Message)
+	if w := f.LastWarning(ctx, "Node", metav1.NamespaceAll, nodeName); w != "" {
+		return w
 	}
 	if f.CCM == nil {
 		return "no Warning event about the node, and the CCM's log is not available"
@@ -165,19 +156,104 @@ func (f *Framework) CCMReason(ctx context.Context, nodeName string) string {
 	if err != nil {
 		return fmt.Sprintf("no Warning event about the node; reading the CCM's log failed: %v", err)
 	}
-	var hits []string
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, nodeName) && !strings.Contains(line, "Initializing node") {
-			hits = append(hits, strings.TrimSpace(line))
+	reasons := NodeInitReasons(log, nodeName)
+	if len(reasons) == 0 {
+		return "no Warning event about the node, and no line of the CCM's log gives a reason about its initialization"
+	}
+	return "CCM log: " + strings.Join(reasons, "\n")
+}
+
+// maxReasonLines is how many distinct reasons NodeInitReasons returns.
+const maxReasonLines = 3
+
+// nodeControllerSource is the file of k8s.io/cloud-provider's cloud node
+// controller, which initializes nodes; klog names it in each line's header
+// ("node_controller.go:236]").
+const nodeControllerSource = "node_controller.go"
+
+var (
+	// logSource finds the source file a log line names: klog's header
+	// ("I1201 11:41:38.125001   12345 node_controller.go:236] ...") or a
+	// JSON logger's caller ("caller":"node/node_controller.go:236").
+	logSource = regexp.MustCompile(`([A-Za-z0-9_.-]+\.go):\d+`)
+	// klogHeader is the prefix of a klog text line, up to the message.
+	klogHeader = regexp.MustCompile(`^([IWEF])\d{4} [0-9:.]+ +\d+ [^ \]]+\] `)
+	// failureWords mark a line that says something went wrong or was not done.
+	failureWords = regexp.MustCompile(`(?i)\b(error|errors|fail|failed|failure|invalid|not valid|not found|unable|could not|couldn't|cannot|skip|skipping)\b`)
+	// nodeIPWords mark a line about the provided node IP
+	// (alpha.kubernetes.io/provided-node-ip, the kubelet's --node-ip).
+	nodeIPWords = regexp.MustCompile(`(?i)provided[- ]node[- ]ip|node[- ]ip`)
+)
+
+// NodeInitReasons returns the lines of a CCM log that give a reason about
+// the initialization of node, the most recent distinct ones last: the cloud
+// node controller's lines about it that report a failure or a skip (the
+// upstream controller logs "error syncing 'NODE': failed to get node
+// modifiers from cloud provider: provided node ip for node "NODE" is not
+// valid: ..."), and any other warning or failure about its provided node
+// IP. Lines that merely name the node (the route controller creating its
+// routes, the node controller starting or finishing its initialization)
+// are no reason and are left out.
+func NodeInitReasons(log, node string) []string {
+	lines := strings.Split(log, "\n")
+	var out []string
+	seen := map[string]bool{} // messages without their header
+	// From the newest line back, so that of a message the controller
+	// repeats on every retry the newest occurrence is kept.
+	for i := len(lines) - 1; i >= 0 && len(out) < maxReasonLines; i-- {
+		line := strings.TrimSpace(lines[i])
+		if line == "" || !namesNode(line, node) || !initReason(line) {
+			continue
+		}
+		if key := klogHeader.ReplaceAllString(line, ""); !seen[key] {
+			seen[key] = true
+			out = append(out, line)
 		}
 	}
-	if len(hits) == 0 {
-		return "no Warning event about the node and no line of the CCM's log names it"
+	slices.Reverse(out)
+	return out
+}
+
+// initReason reports whether a log line that names a node gives a reason
+// about its initialization.
+func initReason(line string) bool {
+	source := ""
+	if m := logSource.FindStringSubmatch(line); m != nil {
+		source = m[1]
 	}
-	if len(hits) > 3 {
-		hits = hits[len(hits)-3:]
+	if source == nodeControllerSource {
+		return failureWords.MatchString(line)
 	}
-	return "CCM log: " + strings.Join(hits, "\n")
+	if !nodeIPWords.MatchString(line) {
+		return false
+	}
+	if m := klogHeader.FindStringSubmatch(line); m != nil && (m[1] == "W" || m[1] == "E" || m[1] == "F") {
+		return true
+	}
+	return failureWords.MatchString(line)
+}
+
+// namesNode reports whether line contains name as a whole node name, not
+// as part of a longer one (n1 is not named by "n12" or "n1-b").
+func namesNode(line, name string) bool {
+	nameChar := func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
+	}
+	for from := 0; ; {
+		i := strings.Index(line[from:], name)
+		if i < 0 {
+			return false
+		}
+		i += from
+		end := i + len(name)
+		before := i == 0 || !(nameChar(line[i-1]) || line[i-1] == '.')
+		after := end == len(line) || !nameChar(line[end]) &&
+			!(line[end] == '.' && end+1 < len(line) && nameChar(line[end+1]))
+		if before && after {
+			return true
+		}
+		from = i + 1
+	}
 }
 
 // SetNodeLabel sets (set true) or removes (set false) one label of a Node

@@ -131,3 +131,87 @@ func BenchmarkExpectedAddresses(b *testing.B) {
 		}
 	}
 }
+
+// The lines are shaped as k8s.io/cloud-provider v0.37.2's controllers and
+// klog write them.
+func TestNodeInitReasons(t *testing.T) {
+	const node = "ccm-node-b4x7q"
+	const (
+		initializing = `I1201 11:41:38.123456   12345 node_controller.go:432] Initializing node ccm-node-b4x7q with cloud provider`
+		syncError    = `I1201 11:41:38.125001   12345 node_controller.go:236] error syncing 'ccm-node-b4x7q': failed to get node modifiers from cloud provider: provided node ip for node "ccm-node-b4x7q" is not valid: failed to get node address from cloud provider that matches ip: 192.0.2.77, requeuing`
+		unhandled    = `E1201 11:41:38.125100   12345 node_controller.go:247] "Unhandled Error" err="error syncing 'ccm-node-b4x7q': failed to get node modifiers from cloud provider: provided node ip for node \"ccm-node-b4x7q\" is not valid: failed to get node address from cloud provider that matches ip: 192.0.2.77, requeuing" logger="UnhandledError"`
+		syncErrorOld = `I1201 11:41:37.901000   12345 node_controller.go:236] error syncing 'ccm-node-b4x7q': failed to get node modifiers from cloud provider: provided node ip for node "ccm-node-b4x7q" is not valid: failed to get node address from cloud provider that matches ip: 192.0.2.77, requeuing`
+		metadataErr  = `E1201 11:41:39.000000   12345 node_controller.go:288] Error getting instance metadata for node addresses: instance named ccm-node-b4x7q: injected fault: instance.list`
+		initialized  = `I1201 11:41:38.300000   12345 node_controller.go:477] Successfully initialized node ccm-node-b4x7q with cloud provider`
+		labels       = `I1201 11:41:38.200000   12345 node_controller.go:515] Adding node label from cloud provider: beta.kubernetes.io/instance-type=ref.small`
+		routeAction  = `I1201 11:41:39.100000   12345 route_controller.go:361] action for Node "ccm-node-b4x7q" with CIDR "10.244.3.0/24": "add"`
+		routeCreate  = `I1201 11:41:39.100500   12345 route_controller.go:451] Creating route for node ccm-node-b4x7q 10.244.3.0/24 with hint 5f0c6a2e-9d1b-4c55-8f0e-1a2b3c4d5e6f, throttled 12.5µs`
+		routeFailed  = `E1201 11:41:39.101000   12345 route_controller.go:481] Could not create route 5f0c6a2e-9d1b-4c55-8f0e-1a2b3c4d5e6f 10.244.3.0/24 for node ccm-node-b4x7q: injected fault: route.create`
+		routeNoRoute = `I1201 11:41:39.102000   12345 route_controller.go:500] node ccm-node-b4x7q has no routes assigned to it. NodeNetworkUnavailable will be set to true`
+		lifecycle    = `E1201 11:41:45.000000   12345 node_lifecycle_controller.go:175] error checking if node ccm-node-b4x7q exists: injected fault: instance.list`
+		metadata     = `I1201 11:41:38.124000   12345 instances.go:140] "Instance metadata" node="ccm-node-b4x7q" providerID="reference://zone-a/i-0007" zone="zone-a"`
+		providerIP   = `W1201 11:41:38.124500   12345 instances.go:151] "Provided node IP is not an address of the instance" node="ccm-node-b4x7q" nodeIP="192.0.2.77"`
+		otherNode    = `I1201 11:41:38.126000   12345 node_controller.go:236] error syncing 'ccm-node-b4x7q2': failed to get node modifiers from cloud provider: provided node ip for node "ccm-node-b4x7q2" is not valid: failed to get node address from cloud provider that matches ip: 192.0.2.78, requeuing`
+		jsonLine     = `{"ts":1733053298125.1,"caller":"node/node_controller.go:236","msg":"error syncing 'ccm-node-b4x7q': failed to get node modifiers from cloud provider: provided node ip for node \"ccm-node-b4x7q\" is not valid","v":0}`
+	)
+	lines := func(l ...string) string { return strings.Join(l, "\n") + "\n" }
+	tests := []struct {
+		name string
+		log  string
+		want []string
+	}{
+		{
+			name: "the node controller's failure is the reason; the route controller's lines are not",
+			log:  lines(initializing, syncError, routeAction, routeCreate, routeNoRoute),
+			want: []string{syncError},
+		},
+		{
+			name: "only route controller lines name the node",
+			log:  lines(routeAction, routeCreate, routeFailed, routeNoRoute),
+			want: nil,
+		},
+		{
+			name: "start and success of the initialization are no reason",
+			log:  lines(initializing, labels, metadata, initialized),
+			want: nil,
+		},
+		{
+			name: "a retry repeats the reason: the newest occurrence is kept once",
+			log:  lines(syncErrorOld, initializing, syncError, unhandled),
+			want: []string{syncError, unhandled},
+		},
+		{
+			name: "at most three, the newest last",
+			log:  lines(providerIP, syncError, unhandled, routeFailed, metadataErr),
+			want: []string{syncError, unhandled, metadataErr},
+		},
+		{
+			name: "a provider's own warning about the provided node IP counts",
+			log:  lines(metadata, providerIP, routeCreate),
+			want: []string{providerIP},
+		},
+		{
+			name: "the lifecycle controller's errors are not about initialization",
+			log:  lines(lifecycle, routeFailed),
+			want: nil,
+		},
+		{
+			name: "a node whose name extends this one's is another node",
+			log:  lines(otherNode),
+			want: nil,
+		},
+		{
+			name: "a JSON logger's caller field names the source",
+			log:  lines(routeCreate, jsonLine),
+			want: []string{jsonLine},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NodeInitReasons(tt.log, node)
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
+	}
+}

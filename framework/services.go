@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ func (f *Framework) CreateNamespace(ctx context.Context, prefix string) (string,
 	}}
 	created, err := f.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("creating namespace: %w", err)
+		return "", fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 	}
 	return created.Name, nil
 }
@@ -88,11 +89,9 @@ func ServiceRef(svc *corev1.Service) clouddriver.ServiceRef {
 func EligibleBackends(nodes []corev1.Node) []string {
 	var out []string
 	for i := range nodes {
-		n := &nodes[i]
-		if !n.DeletionTimestamp.IsZero() || HasTaint(n, ToBeDeletedTaint) || excludedFromLoadBalancers(n) {
-			continue
+		if notBackend(&nodes[i]) == "" {
+			out = append(out, nodes[i].Name)
 		}
-		out = append(out, n.Name)
 	}
 	sort.Strings(out)
 	return out
@@ -102,13 +101,52 @@ func EligibleBackends(nodes []corev1.Node) []string {
 // about to delete; the service controller drops such nodes from backends.
 const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
 
-func excludedFromLoadBalancers(n *corev1.Node) bool {
-	v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
-	if !ok {
-		return false
+// notBackend says why the service controller leaves the node out of load
+// balancer backends, or returns "" when it is one (EligibleBackends).
+func notBackend(n *corev1.Node) string {
+	if !n.DeletionTimestamp.IsZero() {
+		return "being deleted"
 	}
-	excluded, err := strconv.ParseBool(v)
-	return err != nil || excluded
+	if HasTaint(n, ToBeDeletedTaint) {
+		return "tainted " + ToBeDeletedTaint
+	}
+	if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
+		if excluded, err := strconv.ParseBool(v); err != nil || excluded {
+			return fmt.Sprintf("labelled %s=%q", corev1.LabelNodeExcludeBalancers, v)
+		}
+	}
+	return ""
+}
+
+// NoBackendsReason says why no node of nodes can be a load balancer
+// backend, or returns "" when at least one can. A spec that needs traffic
+// to reach a backend, or a backend to take away, skips with it: on a
+// cluster without such a node it can show nothing about the CCM.
+func NoBackendsReason(nodes []corev1.Node) string {
+	if len(nodes) == 0 {
+		return "the cluster has no nodes, so no load balancer can have a backend"
+	}
+	if len(EligibleBackends(nodes)) > 0 {
+		return ""
+	}
+	const shown = 3
+	var why []string
+	for i := range nodes {
+		if len(why) == shown {
+			why = append(why, fmt.Sprintf("%d more", len(nodes)-shown))
+			break
+		}
+		why = append(why, nodes[i].Name+" "+notBackend(&nodes[i]))
+	}
+	return fmt.Sprintf("none of the cluster's %d nodes can be a load balancer backend (%s)", len(nodes), strings.Join(why, "; "))
+}
+
+// RequireBackendNodes skips the current spec, saying why, unless at least
+// one node of the cluster can be a load balancer backend.
+func (f *Framework) RequireBackendNodes() {
+	if reason := NoBackendsReason(f.View().Nodes()); reason != "" {
+		skip(reason + "; the spec needs at least one")
+	}
 }
 
 // ExpectedPorts is what the cloud load balancer of svc must listen on.
@@ -171,6 +209,27 @@ func (f *Framework) ServiceEventReasons(ctx context.Context, svc *corev1.Service
 		out = append(out, e.Reason)
 	}
 	return out, nil
+}
+
+// LastWarning quotes the newest Warning event about an object ("Warning
+// SyncLoadBalancerFailed from service-controller: ..."), or returns "" when
+// there is none or the events cannot be read: the controller's reason for
+// not doing what a spec waits for.
+func (f *Framework) LastWarning(ctx context.Context, kind, namespace, name string) string {
+	events, err := f.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(
+			fields.OneTermEqualSelector("involvedObject.kind", kind),
+			fields.OneTermEqualSelector("involvedObject.name", name),
+			fields.OneTermEqualSelector("type", corev1.EventTypeWarning),
+		).String(),
+	})
+	if err != nil || len(events.Items) == 0 {
+		return ""
+	}
+	newest := slices.MaxFunc(events.Items, func(a, b corev1.Event) int {
+		return a.LastTimestamp.Compare(b.LastTimestamp.Time)
+	})
+	return fmt.Sprintf("Warning %s from %s: %s", newest.Reason, newest.Source.Component, strings.TrimSpace(newest.Message))
 }
 
 // IngressAddresses renders a Service's load balancer ingress.

@@ -108,21 +108,35 @@ func (w *Watch) seen(kind string, m metav1.Object) bool {
 // (the harness wrote it and got it back), so that what a View shows next
 // is not older than the write.
 func (w *Watch) waitSeen(ctx context.Context, kind string, m metav1.Object) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, watchCatchUp)
 	defer cancel()
 	for !w.seen(kind, m) {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the watch did not deliver %s %s version %s within %s", kind, describe(m), m.GetResourceVersion(), watchCatchUp)
+			return fmt.Errorf("%s %s: expected the watch to deliver version %s, which the harness wrote, saw %s after %s",
+				kind, describe(m), m.GetResourceVersion(), w.latestVersion(kind, m), time.Since(start).Round(time.Millisecond))
 		case <-time.After(WatchPollInterval):
 		}
 	}
 	return nil
 }
 
+// latestVersion says which version of an object the watch delivered last.
+func (w *Watch) latestVersion(kind string, m metav1.Object) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, ok := w.arrivals[objectKey(kind, m.GetNamespace(), m.GetName())]
+	if !ok {
+		return "no version of it"
+	}
+	return fmt.Sprintf("version %s last, %s ago", a.resourceVersion, time.Since(a.at).Round(time.Millisecond))
+}
+
 // waitNode returns once the watch has the Node (present) or no longer has
 // it, so that what a View shows next agrees with what the harness did.
 func (w *Watch) waitNode(ctx context.Context, name string, present bool) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, watchCatchUp)
 	defer cancel()
 	for {
@@ -132,7 +146,15 @@ func (w *Watch) waitNode(ctx context.Context, name string, present bool) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the watch did not show node %s %s within %s", name, map[bool]string{true: "registered", false: "gone"}[present], watchCatchUp)
+			expected, seen := "registered", "no such Node"
+			if !present {
+				expected, seen = "gone", "it still there"
+			}
+			if err != nil {
+				seen = "an error reading its store: " + err.Error()
+			}
+			return fmt.Errorf("node %s: expected the watch to show it %s, saw %s after %s",
+				name, expected, seen, time.Since(start).Round(time.Millisecond))
 		case <-time.After(WatchPollInterval):
 		}
 	}

@@ -1,9 +1,12 @@
 package framework
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,5 +57,67 @@ func TestWatchView(t *testing.T) {
 	}
 	if nodes := (&View{w: w}).Nodes(); len(nodes) != 1 || nodes[0].Name != "n1" {
 		t.Errorf("Nodes() = %v", nodes)
+	}
+}
+
+// A wait for the watch that gives up says, within the first 140
+// characters (what a dashboard cell keeps of a failure), which object it
+// waited for, what it expected and what it saw.
+func TestWatchWaitErrors(t *testing.T) {
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}})
+	w, err := StartWatch(t.Context(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		wait func(context.Context) error
+		want []string
+	}{
+		{
+			name: "a version the harness wrote",
+			wait: func(ctx context.Context) error {
+				return w.waitSeen(ctx, "Node", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "7"}})
+			},
+			want: []string{"Node n1", "expected the watch to deliver version 7", "saw version 1"},
+		},
+		{
+			name: "a Service the watch never saw",
+			wait: func(ctx context.Context) error {
+				return w.waitSeen(ctx, "Service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "3"}})
+			},
+			want: []string{"Service ns/web", "version 3", "saw no version of it"},
+		},
+		{
+			name: "a Node that should be registered",
+			wait: func(ctx context.Context) error { return w.waitNode(ctx, "n2", true) },
+			want: []string{"node n2", "expected the watch to show it registered", "saw no such Node"},
+		},
+		{
+			name: "a Node that should be gone",
+			wait: func(ctx context.Context) error { return w.waitNode(ctx, "n1", false) },
+			want: []string{"node n1", "expected the watch to show it gone", "saw it still there"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*WatchPollInterval)
+			defer cancel()
+			err := tt.wait(ctx)
+			if err == nil {
+				t.Fatal("the wait did not give up")
+			}
+			head := err.Error()[:min(140, len(err.Error()))]
+			for _, want := range tt.want {
+				if !strings.Contains(head, want) {
+					t.Errorf("the first 140 characters %q do not contain %q", head, want)
+				}
+			}
+			// And so does the failure a spec makes of it.
+			failure := FailureMessage(gomegaFailure(t, func(g gomega.Gomega) { g.Expect(err).To(gomega.Succeed()) }))
+			if !strings.HasPrefix(failure, err.Error()) {
+				t.Errorf("the failure does not start with the error:\n%s", failure)
+			}
+		})
 	}
 }

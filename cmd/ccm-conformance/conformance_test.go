@@ -58,7 +58,11 @@ type defectCase struct {
 	// profileEdit changes the reference profile's text after the driver
 	// fault is applied.
 	profileEdit func(string) string
-	failing     map[string][]string
+	// wantCode is the exit code; default 1 (a spec failed).
+	wantCode int
+	// afterRun, when set, checks more of the run.
+	afterRun func(t *testing.T, artifacts string, res result)
+	failing  map[string][]string
 }
 
 func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
@@ -87,17 +91,17 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 			name: "load balancer kept on delete, excluded node kept", defects: "keep-lb-on-delete,backends-all-instances",
 			labelFilter: "LoadBalancer && !DataPath && !LoadBalancerSourceRanges",
 			failing: map[string][]string{
-				"deletes the cloud load balancer and then the finalizer":  {"Service ccm-lb-", "the cloud still has load balancer"},
-				"when it changes to NodePort, then ClusterIP":             {"Service ccm-lb-", "the cloud still has load balancer"},
-				"drops a node labelled node.kubernetes.io/exclude":        {"Service ccm-lb-", "has backends [ccm-node-1 ccm-node-2 ccm-node-3], expected the eligible nodes"},
+				"deletes the cloud load balancer and then the finalizer":  {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
+				"when it changes to NodePort, then ClusterIP":             {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
+				"drops a node labelled node.kubernetes.io/exclude":        {"Service ccm-lb-", "expected node ccm-node-1, labelled node.kubernetes.io/exclude-from-external-load-balancers=true, gone from the backends", "saw backends [ccm-node-1 ccm-node-2 ccm-node-3]"},
 				"adds a joining node to the backends and drops a leaving": {"Service ccm-lb-", "expected the eligible nodes"},
 			},
 		},
 		{
 			name: "source ranges ignored", defects: "ignore-source-ranges", labelFilter: "LoadBalancerSourceRanges",
 			failing: map[string][]string{
-				"passes loadBalancerSourceRanges to the cloud":       {"Service ccm-lb-", "allows [], expected [192.0.2.0/24 198.51.100.0/24]"},
-				"admits clients inside loadBalancerSourceRanges and": {"allows only 192.0.2.0/24, yet a client on loopback reached"},
+				"passes loadBalancerSourceRanges to the cloud":       {"Service ccm-lb-", "to allow [192.0.2.0/24 198.51.100.0/24], saw []"},
+				"admits clients inside loadBalancerSourceRanges and": {"Service ccm-lb-", "(loadBalancerSourceRanges 192.0.2.0/24): expected a client on loopback turned away", "saw it answered by"},
 			},
 		},
 		{
@@ -105,43 +109,64 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 			failing: map[string][]string{
 				"gives every node's podCIDRs a cloud route":    append(nodeMsg, "expected a cloud route 10.244."),
 				"gives a dual-stack node one route per":        append(nodeMsg, "expected a cloud route"),
-				"deletes the route of a deleted node":          append(nodeMsg, "no route"),
+				"deletes the route of a deleted node":          append(nodeMsg, "expected a cloud route"),
 				"removes a route inside the cluster CIDR that": append(nodeMsg, "expected a cloud route"),
 			},
 		},
 		{
 			name: "routes never deleted", defects: "keep-routes", labelFilter: "Routes",
 			failing: map[string][]string{
-				"deletes the route of a deleted node":          {"is deleted but"},
-				"removes a route inside the cluster CIDR that": {"inside the cluster network 10.244.0.0/16 for a node that does not exist, yet it is still there"},
+				"deletes the route of a deleted node":          {"node ccm-node-", "(deleted): expected no cloud route"},
+				"removes a route inside the cluster CIDR that": {"(inside the cluster network 10.244.0.0/16, to a node that does not exist): expected it removed, saw it still there"},
 			},
 		},
 		{
 			name: "node lifecycle ignores the cloud", defects: "instance-exists-always,no-shutdown", labelFilter: "NodeLifecycle",
 			failing: map[string][]string{
-				"deletes the Node of an instance deleted in the cloud": {"node ccm-node-", "still exists", "its instance was deleted from the cloud"},
+				"deletes the Node of an instance deleted in the cloud": {"node ccm-node-", "expected it deleted, since its instance was deleted from the cloud; saw it still there"},
 				"taints the Node of a stopped instance as shut down":   {"node ccm-node-", "expected taint node.cloudprovider.kubernetes.io/shutdown"},
-				"keeps a Node whose instance never existed":            {"node ccm-phantom-", "still exists", "no instance of that name exists"},
-				"deletes it once the cloud says the instance is gone":  {"node ccm-node-", "still exists", "the cloud answers again and says its instance is gone"},
+				"keeps a Node whose instance never existed":            {"node ccm-phantom-", "expected it deleted, since no instance of that name exists", "saw it still there"},
+				"deletes it once the cloud says the instance is gone":  {"node ccm-node-", "expected it deleted, since the cloud answers again and says its instance is gone; saw it still there"},
+			},
+		},
+		{
+			// The Node goes as soon as it is NotReady: the spec fails then,
+			// not at the end of nodeShutdown.
+			name: "stopped instance taken for gone", defects: "stopped-instance-gone", labelFilter: "NodeLifecycle",
+			failing: map[string][]string{
+				"taints the Node of a stopped instance as shut down": {"node ccm-node-", "was deleted although its instance was only stopped: expected the Node kept and tainted node.cloudprovider.kubernetes.io/shutdown"},
 			},
 		},
 		{
 			name: "driver exits non-zero", labelFilter: "Routes && !DualStack",
 			driverFault: `"routes list") echo "simulated driver outage: routes API unreachable" >&2; exit 1 ;;`,
 			failing: map[string][]string{
-				"gives every node's podCIDRs a cloud route":    {`cloud driver "routes list"`, "exit code 1", "simulated driver outage: routes API unreachable"},
-				"deletes the route of a deleted node":          {`cloud driver "routes list"`, "simulated driver outage"},
-				"removes a route inside the cluster CIDR that": {`cloud driver "routes list"`, "simulated driver outage"},
+				"gives every node's podCIDRs a cloud route":    {`cloud driver broken-driver "routes list"`, "exit code 1", "simulated driver outage: routes API unreachable"},
+				"deletes the route of a deleted node":          {`cloud driver broken-driver "routes list"`, "simulated driver outage"},
+				"removes a route inside the cluster CIDR that": {`cloud driver broken-driver "routes list"`, "simulated driver outage"},
 			},
 		},
 		{
+			// The driver's fault, not the CCM's: each spec says the driver
+			// broke the protocol, and the run is a harness error (exit 2)
+			// whose class the LKG rules read.
 			name: "driver prints invalid JSON", labelFilter: "InstancesV2 && !NodeIPAnnotation",
 			driverFault: `"instance get") echo "instance lookup: rate limited" >&2; echo "<html>503</html>"; exit 0 ;;`,
+			wantCode:    2,
 			failing: map[string][]string{
-				"sets each node's providerID to its instance's":               {`cloud driver "instance get"`, "invalid JSON", "<html>503</html>", "rate limited"},
-				"gives each node the addresses its instance has in the cloud": {`cloud driver "instance get"`, "invalid JSON"},
-				"labels each node with its instance type":                     {`cloud driver "instance get"`, "invalid JSON"},
-				"labels each node with its instance's zone and region":        {`cloud driver "instance get"`, "invalid JSON"},
+				"sets each node's providerID to its instance's":               {`cloud driver broken-driver broke the protocol: "instance get" answered with invalid JSON`, "<html>503</html>", "rate limited"},
+				"gives each node the addresses its instance has in the cloud": {`cloud driver broken-driver broke the protocol: "instance get"`, "invalid JSON"},
+				"labels each node with its instance type":                     {`cloud driver broken-driver broke the protocol: "instance get"`, "invalid JSON"},
+				"labels each node with its instance's zone and region":        {`cloud driver broken-driver broke the protocol: "instance get"`, "invalid JSON"},
+			},
+			afterRun: func(t *testing.T, artifacts string, res result) {
+				if !strings.Contains(res.stderr, "cloud driver broken-driver broke the protocol in 4 spec(s)") {
+					t.Errorf("stderr does not blame the driver:\n%s", res.stderr)
+				}
+				specs, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "specs.json"))
+				if err != nil || !strings.Contains(string(specs), `"harnessErrorClass": "driver"`) {
+					t.Errorf("specs.json does not record the driver's failure (%v):\n%s", err, specs)
+				}
 			},
 		},
 	}
@@ -183,8 +208,15 @@ func runDefectCase(t *testing.T, tt defectCase) {
 		args = append(args, "--label-filter", tt.labelFilter)
 	}
 	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, args...)
-	if res.code != 1 {
-		t.Fatalf("exit code %d, want 1 (a spec failed)\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
+	wantCode := tt.wantCode
+	if wantCode == 0 {
+		wantCode = 1
+	}
+	if res.code != wantCode {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", res.code, wantCode, tail(res.stdout, 80), res.stderr)
+	}
+	if tt.afterRun != nil {
+		tt.afterRun(t, artifacts, res)
 	}
 	matched := map[string]bool{}
 	ran := 0

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Bad input is reported in one line that names the input, with exit code 2,
@@ -43,12 +44,43 @@ current-context: dead
 	}
 	good := referenceProfile(t, t.TempDir(), nil, nil)
 
+	// A timeout written as a bare number.
+	noUnit := filepath.Join(dir, "no-unit.yaml")
+	if err := os.WriteFile(noUnit, []byte("apiVersion: ccm-conformance.dev/v1alpha1\nkind: Profile\nname: x\nccm: {binary: {path: /bin/true}}\ncapabilities: [InstancesV2]\ntimeouts: {nodeInitialize: 30}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Cloud drivers that fail the handshake, or lack what the local
+	// cluster's simulated machines need.
+	withDriver := func(script string) string {
+		return referenceProfile(t, t.TempDir(), nil, func(s string) string {
+			return strings.Replace(s, "command: ["+binDir+"/reference-cloud-driver]", "command: ["+fakeDriver(t, script)+"]", 1)
+		})
+	}
+	garbageInfo := withDriver(`echo "<html>502 Bad Gateway</html>"`)
+	wrongProtocol := withDriver(`echo '{"protocolVersion":"v2","verbs":["instances list"]}'`)
+	noCreate := withDriver(`echo '{"protocolVersion":"v1","provider":"x","verbs":["instances list","instance get","instance delete"]}'`)
+	noDriver := referenceProfile(t, t.TempDir(), nil, func(s string) string {
+		i := strings.Index(s, "cloudDriver:")
+		j := strings.Index(s, "capabilities:")
+		return s[:i] + s[j:]
+	})
+
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
 		{"malformed profile", []string{"run", "--provider", malformed}, []string{malformed, "timeouts.nodeInitialize", `"soon"`}},
+		{"timeout without a unit", []string{"run", "--provider", noUnit}, []string{noUnit, "timeouts.nodeInitialize", `"30"`, "without a unit", "30s"}},
+		{"cloud driver answers info with garbage", []string{"run", "--provider", garbageInfo},
+			[]string{garbageInfo, "cloudDriver", "broke the protocol", `"info" answered with invalid JSON`, "502 Bad Gateway"}},
+		{"cloud driver speaks another protocol", []string{"run", "--provider", wrongProtocol}, []string{wrongProtocol, "cloudDriver", `"v2"`}},
+		{"cloud driver without instance create on the local cluster", []string{"run", "--provider", noCreate},
+			[]string{noCreate, "cloudDriver", "local backend simulates its nodes", `does not list "instance create"`}},
+		{"no cloud driver on the local cluster", []string{"run", "--provider", noDriver}, []string{noDriver, "cloudDriver", "the profile has none"}},
+		{"validate: missing CCM binary", []string{"validate-profile", missingBinary}, []string{"ccm.binary.path", "/nonexistent/reference-ccm", "no such file"}},
+		{"validate: garbage info", []string{"validate-profile", garbageInfo}, []string{garbageInfo, "broke the protocol"}},
+		{"list: garbage info", []string{"list", "--provider", garbageInfo}, []string{garbageInfo, "broke the protocol"}},
 		{"missing profile", []string{"run", "--provider", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml", "no such file"}},
 		{"missing CCM binary", []string{"run", "--provider", missingBinary}, []string{"ccm.binary.path", "/nonexistent/reference-ccm", "no such file"}},
 		{"missing leader migration configuration", []string{"run", "--provider", missingMigrationConfig},
@@ -60,9 +92,20 @@ current-context: dead
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
 			res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, tt.args...)
 			if res.code != 2 {
 				t.Errorf("exit code %d, want 2; stderr:\n%s", res.code, res.stderr)
+			}
+			// Found before anything started (an unreachable cluster is
+			// found as the run reaches for it).
+			if tt.name != "unreachable cluster" {
+				if strings.Contains(res.stdout, "starting the cluster") {
+					t.Errorf("the run started a cluster before finding the bad input:\n%s", res.stdout)
+				}
+				if d := time.Since(start); d > badInputTime {
+					t.Errorf("bad input took %s to find, want under %s", d, badInputTime)
+				}
 			}
 			oneLine(t, res.stderr)
 			for _, w := range tt.want {
@@ -71,6 +114,58 @@ current-context: dead
 				}
 			}
 		})
+	}
+}
+
+// badInputTime is how long finding bad input may take: no cluster starts.
+const badInputTime = 10 * time.Second
+
+// fakeDriver writes a cloud driver that runs script for every verb.
+func fakeDriver(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fake-driver")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// validate-profile checks what run checks before anything starts, and
+// says what it found.
+func TestValidateProfile(t *testing.T) {
+	good := referenceProfile(t, t.TempDir(), nil, nil)
+	res := runHarness(t, nil, "validate-profile", good)
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{"is valid: provider \"reference\"", `cloud driver: provider "reference", protocol v1`} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, res.stdout)
+		}
+	}
+}
+
+// With a driver that lacks verbs, list marks the specs a run would skip
+// for it, as the run would, not only those missing a capability.
+func TestListShowsDriverSkips(t *testing.T) {
+	verbs := `["instances list","instance get","instance create","instance delete","loadbalancer get","routes list"]`
+	profile := referenceProfile(t, t.TempDir(), nil, func(s string) string {
+		return strings.Replace(s, "command: ["+binDir+"/reference-cloud-driver]",
+			"command: ["+fakeDriver(t, `echo '{"protocolVersion":"v1","provider":"partial","verbs":`+verbs+`}'`)+"]", 1)
+	})
+	res := runHarness(t, nil, "list", "--provider", profile, "--label-filter", "NodeLifecycle || InstancesV2")
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{
+		`lifts the taint when the instance starts again [NodeLifecycle] (skipped: cloud driver does not implement "instance stop")`,
+		`(skipped: cloud driver does not implement "instance set-addresses")`,
+		"sets each node's providerID to its instance's [InstancesV2, ReleaseBlocking]\n",
+		" would skip\n",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("list output lacks %q:\n%s", want, res.stdout)
+		}
 	}
 }
 

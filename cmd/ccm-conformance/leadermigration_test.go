@@ -35,14 +35,16 @@ func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
 			name: "service controller outside the migration lease", defects: "service-outside-migration-lease",
 			labelFilter: "LeaderMigration",
 			failing: map[string][]string{
-				locked: {"the CCM under test (instance lm-locked-ccm) runs [service-lb-controller] although the peer (CCM instance lm-locked-holder) holds the migration lease kube-system/ccm-lm-"},
-				overlap: {"a migrated controller ran in two replicas at once", "service-lb-controller ran in the CCM under test (instance lm-overlap-a-",
+				locked: {"the CCM under test (instance lm-locked-ccm): expected none of [",
+					"running, since the peer (CCM instance lm-locked-holder) holds the migration lease kube-system/ccm-lm-", "saw [service-lb-controller] running"},
+				overlap: {"expected each migrated controller in one replica at a time, saw one in two", "service-lb-controller ran in the CCM under test (instance lm-overlap-a-",
 					" and the CCM under test (instance lm-overlap-b-"},
-				rollback: {"runs [service-lb-controller] although the peer (CCM instance lm-rollback-holder) holds the migration lease",
+				rollback: {"saw [service-lb-controller] running", "since the peer (CCM instance lm-rollback-holder) holds the migration lease",
 					"the configuration gives service-lb-controller to kube-controller-manager"},
-				names: {"with --enable-leader-migration and --leader-migration-config=" + filepath.Join(repoRoot(), "providers", "reference", "deploy", "leader-migration.yaml") +
-					" (the profile's leaderMigration.config), the CCM runs service-lb-controller outside the migration lock",
-					"the CCM under test (instance lm-names-ccm) listed it in /healthz?verbose while the peer (CCM instance lm-names-holder) held the migration lease kube-system/cloud-provider-extraction-migration",
+				names: {"the CCM runs service-lb-controller outside the migration lock: expected it to wait for the migration lease kube-system/cloud-provider-extraction-migration, " +
+					"saw it listed in the /healthz?verbose of the CCM under test (instance lm-names-ccm) while the peer (CCM instance lm-names-holder) held the lease",
+					"(started with --enable-leader-migration and --leader-migration-config=" + filepath.Join(repoRoot(), "providers", "reference", "deploy", "leader-migration.yaml") +
+						" (the profile's leaderMigration.config))",
 					"Its shipped migration configuration (from /configz) names ",
 					"The cloud logged EnsureLoadBalancer by caller"},
 			},
@@ -62,7 +64,8 @@ func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
 				return s[:i] + s[end:]
 			},
 			failing: map[string][]string{
-				names: {"with --enable-leader-migration and no --leader-migration-config, the CCM runs node-route-controller, service-lb-controller outside the migration lock",
+				names: {"the CCM runs node-route-controller, service-lb-controller outside the migration lock: expected them to wait for the migration lease",
+					"(started with --enable-leader-migration and no --leader-migration-config)",
 					"Its default migration configuration (from /configz) names route-controller, service-controller, cloud-node-lifecycle-controller: " +
 						"kube-controller-manager's names (route-controller, not node-route-controller; service-controller, not service-lb-controller), which match no controller of the CCM"},
 			},

@@ -18,6 +18,16 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 )
 
+// Bounds of the harness's own dealings with a CCM process.
+const (
+	// StopGrace is how long a CCM gets to exit after SIGTERM before it is
+	// killed.
+	StopGrace = 10 * time.Second
+	// healthRequestTimeout bounds one request to the CCM's /healthz; the
+	// wait as a whole is bounded by the caller (timeouts.ccmReady).
+	healthRequestTimeout = 5 * time.Second
+)
+
 // BinaryOptions describe a CCM run from a local executable.
 type BinaryOptions struct {
 	// Path of the executable.
@@ -142,16 +152,16 @@ func (p *Process) Healthz(ctx context.Context) (int, string, error) {
 	return get(ctx, insecureClient(), fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", p.securePort))
 }
 
-// Stop ends the CCM: SIGTERM, then SIGKILL after the grace period.
+// Stop ends the CCM: SIGTERM, then SIGKILL after StopGrace.
 func (p *Process) Stop(ctx context.Context) error {
-	return p.proc.Stop(ctx, 10*time.Second)
+	return p.proc.Stop(ctx, StopGrace)
 }
 
 func insecureClient() *http.Client {
 	// The CCM serves a self-signed certificate on loopback; only its health
 	// is read over this connection.
 	return &http.Client{
-		Timeout:   5 * time.Second,
+		Timeout:   healthRequestTimeout,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
 	}
 }

@@ -10,8 +10,19 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+)
+
+// Bounds of one call, besides Options.CallTimeout.
+const (
+	// DefaultCallTimeout bounds one call when Options.CallTimeout is unset.
+	DefaultCallTimeout = 30 * time.Second
+	// outputWaitDelay is how long a killed driver's children may keep its
+	// stdout and stderr open before the call stops reading them.
+	outputWaitDelay = 2 * time.Second
 )
 
 // Driver runs one provider's cloud driver.
@@ -20,6 +31,9 @@ type Driver struct {
 	env     []string
 	timeout time.Duration
 	info    Info
+
+	mu     sync.Mutex
+	faults []*Error // the calls in which the driver broke the protocol
 }
 
 // Options configure a Driver.
@@ -28,15 +42,37 @@ type Options struct {
 	Command []string
 	// Env is the complete environment of the driver process.
 	Env []string
-	// CallTimeout bounds one call. Default 30s.
+	// CallTimeout bounds one call. Default DefaultCallTimeout.
 	CallTimeout time.Duration
 }
 
-// Error is a failed driver call. Its message names the verb and quotes what
-// the driver wrote on stderr, so a spec failure shows the provider's reason.
+// ErrorKind says how a driver call failed.
+type ErrorKind string
+
+const (
+	// KindFailed: the driver exited non-zero (other than ExitNotFound) and
+	// gave its reason on stderr: the cloud or the driver failed the call.
+	KindFailed ErrorKind = "failed"
+	// KindNotFound: the driver exited ExitNotFound, "no such object".
+	KindNotFound ErrorKind = "not found"
+	// KindTimeout: the driver did not answer within the call's deadline.
+	KindTimeout ErrorKind = "timeout"
+	// KindProtocol: the driver broke the protocol: it could not be run, or
+	// it exited 0 with an answer that is not the JSON the verb returns
+	// (garbage, two values, a missing object, another protocol version).
+	// That is the driver's fault, never the CCM's.
+	KindProtocol ErrorKind = "protocol"
+)
+
+// Error is a failed driver call. Its message names the driver and the verb
+// and quotes what the driver wrote on stderr, so a spec failure shows the
+// provider's reason.
 type Error struct {
+	// Driver is the driver executable's base name.
+	Driver   string
 	Verb     Verb
 	Command  string
+	Kind     ErrorKind
 	ExitCode int
 	Stderr   string
 	Reason   string
@@ -44,11 +80,22 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cloud driver %q: %s", string(e.Verb), e.Reason)
+	name := e.Driver
+	if name == "" {
+		name = "(unnamed)"
+	}
+	if e.Kind == KindProtocol {
+		fmt.Fprintf(&b, "cloud driver %s broke the protocol: %q %s", name, string(e.Verb), e.Reason)
+	} else {
+		fmt.Fprintf(&b, "cloud driver %s %q: %s", name, string(e.Verb), e.Reason)
+	}
 	if e.ExitCode != 0 {
 		fmt.Fprintf(&b, " (exit code %d)", e.ExitCode)
 	}
 	if s := strings.TrimSpace(e.Stderr); s != "" {
+		// One line, so that the message reads the same in a one-line
+		// input error, a JUnit failure and a summary.
+		s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " | ")
 		fmt.Fprintf(&b, "; stderr: %s", truncate(s, 2000))
 	}
 	return b.String()
@@ -61,6 +108,13 @@ const ExitNotFound = 3
 func IsNotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.ExitCode == ExitNotFound
+}
+
+// IsProtocolError reports whether err is a driver that broke the protocol
+// (KindProtocol): the driver's fault, not the CCM's.
+func IsProtocolError(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindProtocol
 }
 
 // UnsupportedError says the driver does not implement a verb.
@@ -76,21 +130,82 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, errors.New("cloud driver: no command")
 	}
 	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = 30 * time.Second
+		opts.CallTimeout = DefaultCallTimeout
 	}
 	d := &Driver{command: opts.Command, env: opts.Env, timeout: opts.CallTimeout}
 	if err := d.call(ctx, VerbInfo, struct{}{}, &d.info); err != nil {
 		return nil, err
 	}
 	if d.info.ProtocolVersion != ProtocolVersion {
-		return nil, &Error{Verb: VerbInfo, Command: d.commandLine(VerbInfo),
-			Reason: fmt.Sprintf("speaks protocol %q, the harness speaks %q", d.info.ProtocolVersion, ProtocolVersion)}
+		return nil, d.violation(VerbInfo, fmt.Sprintf("answered protocol version %q, the harness speaks %q", d.info.ProtocolVersion, ProtocolVersion))
+	}
+	for _, v := range d.info.Verbs {
+		if strings.TrimSpace(string(v)) == "" {
+			return nil, d.violation(VerbInfo, fmt.Sprintf("listed an empty verb in %q", d.info.Verbs))
+		}
 	}
 	return d, nil
 }
 
 // Info is the driver's handshake answer.
 func (d *Driver) Info() Info { return d.info }
+
+// Name is the driver executable's base name, as errors name it.
+func (d *Driver) Name() string {
+	if len(d.command) == 0 {
+		return d.info.Provider
+	}
+	return filepath.Base(d.command[0])
+}
+
+// FromInfo returns a driver that knows only a handshake's answer: Info and
+// Supports answer from it, and every call fails without running anything.
+// `ccm-conformance list` tries the specs against one, to see which verbs
+// they would miss.
+func FromInfo(info Info) *Driver { return &Driver{info: info} }
+
+// errNoCommand is what every call of a FromInfo driver returns.
+var errNoCommand = errors.New("cloud driver: known only by its handshake; it cannot be called")
+
+// Faults returns how many calls so far broke the protocol; FaultsSince
+// with it returns the later ones.
+func (d *Driver) Faults() int {
+	if d == nil {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.faults)
+}
+
+// FaultsSince returns the protocol errors after the first n (see Faults).
+func (d *Driver) FaultsSince(n int) []*Error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n >= len(d.faults) {
+		return nil
+	}
+	return append([]*Error(nil), d.faults[max(n, 0):]...)
+}
+
+// violation records and returns a protocol error of a call of verb.
+func (d *Driver) violation(verb Verb, reason string) *Error {
+	e := &Error{Driver: d.Name(), Verb: verb, Command: d.commandLine(verb), Kind: KindProtocol, Reason: reason}
+	d.record(e)
+	return e
+}
+
+func (d *Driver) record(e *Error) {
+	if e.Kind != KindProtocol {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults = append(d.faults, e)
+}
 
 // Supports reports whether the driver listed verb in its handshake.
 func (d *Driver) Supports(verb Verb) bool {
@@ -114,6 +229,9 @@ func (d *Driver) call(ctx context.Context, verb Verb, req, resp any) error {
 	if verb != VerbInfo && !d.Supports(verb) {
 		return &UnsupportedError{Verb: verb}
 	}
+	if len(d.command) == 0 {
+		return errNoCommand
+	}
 	input, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("cloud driver %q: encoding request: %w", string(verb), err)
@@ -128,28 +246,34 @@ func (d *Driver) call(ctx context.Context, verb Verb, req, resp any) error {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	cmd.WaitDelay = 2 * time.Second
+	cmd.WaitDelay = outputWaitDelay
 
-	fail := func(reason string, exit int) error {
-		return &Error{Verb: verb, Command: d.commandLine(verb), ExitCode: exit, Stderr: stderr.String(), Reason: reason}
+	fail := func(kind ErrorKind, reason string, exit int) error {
+		e := &Error{Driver: d.Name(), Verb: verb, Command: d.commandLine(verb), Kind: kind, ExitCode: exit, Stderr: stderr.String(), Reason: reason}
+		d.record(e)
+		return e
 	}
 	runErr := cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
-		return fail(fmt.Sprintf("did not answer within %s", d.timeout), 0)
+		return fail(KindTimeout, fmt.Sprintf("did not answer within %s", d.timeout), 0)
 	}
 	if runErr != nil {
 		var exitErr *exec.ExitError
 		if errors.As(runErr, &exitErr) {
-			return fail("failed", exitErr.ExitCode())
+			kind := KindFailed
+			if exitErr.ExitCode() == ExitNotFound {
+				kind = KindNotFound
+			}
+			return fail(kind, "failed", exitErr.ExitCode())
 		}
-		return fail(fmt.Sprintf("could not run %s: %v", d.command[0], runErr), 0)
+		return fail(KindProtocol, fmt.Sprintf("could not be run: %v", runErr), 0)
 	}
 	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	if err := dec.Decode(resp); err != nil {
-		return fail(fmt.Sprintf("answered with invalid JSON (%v): %q", err, truncate(stdout.String(), 500)), 0)
+		return fail(KindProtocol, fmt.Sprintf("answered with invalid JSON (%v): %q", err, truncate(stdout.String(), 500)), 0)
 	}
 	if dec.More() {
-		return fail(fmt.Sprintf("printed more than one JSON value: %q", truncate(stdout.String(), 500)), 0)
+		return fail(KindProtocol, fmt.Sprintf("printed more than one JSON value: %q", truncate(stdout.String(), 500)), 0)
 	}
 	return nil
 }
@@ -183,7 +307,7 @@ func (d *Driver) GetInstance(ctx context.Context, name string) (*Instance, error
 		return nil, err
 	}
 	if resp.Instance == nil {
-		return nil, &Error{Verb: VerbInstanceGet, Command: d.commandLine(VerbInstanceGet), Reason: `answered without an "instance"`}
+		return nil, d.violation(VerbInstanceGet, `answered without an "instance"`)
 	}
 	return resp.Instance, nil
 }
@@ -197,7 +321,7 @@ func (d *Driver) CreateInstance(ctx context.Context, req CreateInstanceRequest) 
 		return nil, err
 	}
 	if resp.Instance == nil {
-		return nil, &Error{Verb: VerbInstanceCreate, Command: d.commandLine(VerbInstanceCreate), Reason: `answered without an "instance"`}
+		return nil, d.violation(VerbInstanceCreate, `answered without an "instance"`)
 	}
 	return resp.Instance, nil
 }
@@ -230,7 +354,7 @@ func (d *Driver) SetInstanceAddresses(ctx context.Context, name string, addrs []
 		return nil, err
 	}
 	if resp.Instance == nil {
-		return nil, &Error{Verb: VerbInstanceSetAddresses, Command: d.commandLine(VerbInstanceSetAddresses), Reason: `answered without an "instance"`}
+		return nil, d.violation(VerbInstanceSetAddresses, `answered without an "instance"`)
 	}
 	return resp.Instance, nil
 }
@@ -244,7 +368,7 @@ func (d *Driver) GetLoadBalancer(ctx context.Context, svc ServiceRef) (*LoadBala
 		return nil, err
 	}
 	if resp.LoadBalancer == nil {
-		return nil, &Error{Verb: VerbLoadBalancerGet, Command: d.commandLine(VerbLoadBalancerGet), Reason: `answered without a "loadBalancer"`}
+		return nil, d.violation(VerbLoadBalancerGet, `answered without a "loadBalancer"`)
 	}
 	return resp.LoadBalancer, nil
 }
@@ -271,7 +395,7 @@ func (d *Driver) CreateRoute(ctx context.Context, nodeName, cidr string) (*Route
 		return nil, err
 	}
 	if resp.Route == nil {
-		return nil, &Error{Verb: VerbRouteCreate, Command: d.commandLine(VerbRouteCreate), Reason: `answered without a "route"`}
+		return nil, d.violation(VerbRouteCreate, `answered without a "route"`)
 	}
 	return resp.Route, nil
 }

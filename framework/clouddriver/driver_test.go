@@ -36,6 +36,8 @@ func TestDriverAnswers(t *testing.T) {
 		wantErr   []string // substrings; empty means success
 		notFound  bool
 		unsupport bool
+		// protocol: the driver broke the protocol, and Faults counts it.
+		protocol bool
 	}{
 		{
 			name: "valid answer",
@@ -49,16 +51,17 @@ func TestDriverAnswers(t *testing.T) {
 			},
 		},
 		{
-			name:    "invalid JSON quotes stdout",
-			body:    `echo 'this is not json'`,
-			call:    func(ctx context.Context, d *Driver) error { _, err := d.ListInstances(ctx); return err },
-			wantErr: []string{`cloud driver "instances list"`, "invalid JSON", "this is not json"},
+			name:     "invalid JSON quotes stdout",
+			body:     `echo 'this is not json'`,
+			call:     func(ctx context.Context, d *Driver) error { _, err := d.ListInstances(ctx); return err },
+			wantErr:  []string{`cloud driver driver broke the protocol: "instances list" answered with invalid JSON`, "this is not json"},
+			protocol: true,
 		},
 		{
 			name:    "non-zero exit quotes stderr",
 			body:    `echo 'quota exceeded in zone-a' >&2; exit 1`,
 			call:    func(ctx context.Context, d *Driver) error { _, err := d.GetInstance(ctx, "n1"); return err },
-			wantErr: []string{`cloud driver "instance get"`, "exit code 1", "stderr: quota exceeded in zone-a"},
+			wantErr: []string{`cloud driver driver "instance get": failed`, "exit code 1", "stderr: quota exceeded in zone-a"},
 		},
 		{
 			name:     "exit 3 is not found",
@@ -74,13 +77,15 @@ func TestDriverAnswers(t *testing.T) {
 				_, err := d.GetLoadBalancer(ctx, ServiceRef{Name: "s"})
 				return err
 			},
-			wantErr: []string{`without a "loadBalancer"`},
+			wantErr:  []string{`broke the protocol: "loadbalancer get" answered without a "loadBalancer"`},
+			protocol: true,
 		},
 		{
-			name:    "two JSON values",
-			body:    `echo '{"instances":[]} {"instances":[]}'`,
-			call:    func(ctx context.Context, d *Driver) error { _, err := d.ListInstances(ctx); return err },
-			wantErr: []string{"more than one JSON value"},
+			name:     "two JSON values",
+			body:     `echo '{"instances":[]} {"instances":[]}'`,
+			call:     func(ctx context.Context, d *Driver) error { _, err := d.ListInstances(ctx); return err },
+			wantErr:  []string{"more than one JSON value"},
+			protocol: true,
 		},
 		{
 			name:    "hangs past the call timeout",
@@ -141,6 +146,19 @@ func TestDriverAnswers(t *testing.T) {
 			if errors.As(err, &u) != tt.unsupport {
 				t.Errorf("unsupported = %v, want %v", errors.As(err, &u), tt.unsupport)
 			}
+			if IsProtocolError(err) != tt.protocol {
+				t.Errorf("IsProtocolError = %v, want %v", IsProtocolError(err), tt.protocol)
+			}
+			wantFaults := 0
+			if tt.protocol {
+				wantFaults = 1
+			}
+			if got := d.Faults(); got != wantFaults {
+				t.Errorf("Faults = %d, want %d", got, wantFaults)
+			}
+			if got := d.FaultsSince(0); len(got) != wantFaults || wantFaults == 1 && got[0].Error() != err.Error() {
+				t.Errorf("FaultsSince(0) = %v, want the call's error", got)
+			}
 		})
 	}
 }
@@ -153,5 +171,55 @@ func TestHandshakeRejectsOtherProtocols(t *testing.T) {
 	_, err := New(context.Background(), Options{Command: []string{path}})
 	if err == nil || !strings.Contains(err.Error(), `"v9"`) {
 		t.Fatalf("err = %v, want one naming the driver's protocol", err)
+	}
+}
+
+func TestHandshakeGarbage(t *testing.T) {
+	tests := []struct {
+		name, answer string
+		want         []string
+	}{
+		{"not JSON", "hello", []string{"driver broke the protocol", `"info" answered with invalid JSON`, "hello"}},
+		{"verbs not a list", `{"protocolVersion":"v1","verbs":"instances list"}`, []string{"invalid JSON", "verbs"}},
+		{"no protocol version", `{"verbs":[]}`, []string{`answered protocol version ""`}},
+		{"an empty verb", `{"protocolVersion":"v1","verbs":["instances list",""]}`, []string{"empty verb"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "driver")
+			if err := os.WriteFile(path, []byte("#!/bin/sh\ncat <<'EOF'\n"+tt.answer+"\nEOF\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_, err := New(context.Background(), Options{Command: []string{path}})
+			if err == nil || !IsProtocolError(err) {
+				t.Fatalf("err = %v, want a protocol error", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestFaultsSince(t *testing.T) {
+	d, err := New(context.Background(), Options{Command: fakeDriver(t, `echo garbage`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = d.ListInstances(context.Background())
+	mark := d.Faults()
+	if len(d.FaultsSince(mark)) != 0 {
+		t.Errorf("FaultsSince(mark) right after mark is not empty")
+	}
+	_, _ = d.GetInstance(context.Background(), "n1")
+	got := d.FaultsSince(mark)
+	if len(got) != 1 || got[0].Verb != VerbInstanceGet {
+		t.Errorf("FaultsSince(mark) = %v, want the instance get call", got)
+	}
+	var nilDriver *Driver
+	if nilDriver.Faults() != 0 || nilDriver.FaultsSince(0) != nil {
+		t.Errorf("a nil driver has faults")
 	}
 }

@@ -8,8 +8,8 @@
 // Cluster holds only what every backend has. What some backends can do is
 // an optional interface, found by type assertion: simulated nodes
 // (NodeSimulator), logs to keep (LogExporter), work that goes on after
-// Start returned (Finisher), known pod networks (PodNetworks), and facts for
-// the run's metadata (Describer).
+// Start returned (Finisher), known pod networks (PodNetworks), facts for
+// the run's metadata (Describer), and its build's commit (Versioned).
 package cluster
 
 import (
@@ -91,6 +91,14 @@ type LogExporter interface {
 // kube-controller-manager's --cluster-cidr).
 type PodNetworks interface {
 	ClusterCIDRs() []string
+}
+
+// Versioned is a cluster that knows the git commit of its Kubernetes
+// build when its API server does not report one (a binary built before
+// the cache stamped the commit into it). It returns "" when it does not
+// know either.
+type Versioned interface {
+	KubernetesCommit() string
 }
 
 // Describer is a cluster with facts that tell two runs apart (a node

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
 // BackendName is what clusters of this package report as their backend.
@@ -58,6 +59,7 @@ var (
 	_ cluster.Finisher      = runCluster{}
 	_ cluster.LogExporter   = runCluster{}
 	_ cluster.PodNetworks   = runCluster{}
+	_ cluster.Versioned     = runCluster{}
 )
 
 func (runCluster) Backend() string { return BackendName }
@@ -66,6 +68,23 @@ func (c runCluster) KubeletVersion() string { return c.KubernetesVersion() }
 
 func (c runCluster) ExportLogs(_ context.Context, dir string) error {
 	return copyComponentLogs(c.Components(), dir)
+}
+
+func (c runCluster) KubernetesCommit() string { return buildCommit(c.Components()) }
+
+// buildCommit is the git commit of the kube-apiserver binary's release as
+// the binary cache recorded it (k8sbin.BuildInfo), or "" when unknown.
+func buildCommit(components []Component) string {
+	for _, comp := range components {
+		if comp.Name == ComponentAPIServer {
+			bi, err := k8sbin.ReadBuildInfo(comp.Binary)
+			if err != nil {
+				return ""
+			}
+			return bi.Commit
+		}
+	}
+	return ""
 }
 
 // Attach returns the backend of a local cluster that already runs (one
@@ -114,6 +133,7 @@ var (
 	_ cluster.NodeSimulator = (*attached)(nil)
 	_ cluster.PodNetworks   = (*attached)(nil)
 	_ cluster.LogExporter   = (*attached)(nil)
+	_ cluster.Versioned     = (*attached)(nil)
 )
 
 func (a *attached) Backend() string                      { return BackendName }
@@ -123,6 +143,8 @@ func (a *attached) Stop(context.Context) error           { return nil }
 func (a *attached) KubeletVersion() string               { return a.state.KubernetesVersion }
 func (a *attached) ClusterCIDRs() []string               { return slices.Clone(a.state.ClusterCIDRs) }
 func (a *attached) NodeHeartbeatInterval() time.Duration { return a.grace / 5 }
+
+func (a *attached) KubernetesCommit() string { return buildCommit(a.state.Components) }
 
 func (a *attached) ExportLogs(_ context.Context, dir string) error {
 	return copyComponentLogs(a.state.Components, dir)

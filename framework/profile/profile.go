@@ -7,6 +7,8 @@ package profile
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -57,6 +59,10 @@ type Profile struct {
 	Dir string `json:"-"`
 	// Path is the file the profile was read from.
 	Path string `json:"-"`
+	// Digest is the sha256 of the profile file's content
+	// ("sha256:<hex>"), so that results tell two versions of one profile
+	// apart; empty for a profile that was not read from a file.
+	Digest string `json:"-"`
 }
 
 // CCM says how the CCM under test runs. Exactly one field is set.
@@ -153,6 +159,8 @@ func Load(path string) (*Profile, error) {
 		return nil, fmt.Errorf("profile %s: %w", path, err)
 	}
 	p.Path = abs
+	sum := sha256.Sum256(data)
+	p.Digest = "sha256:" + hex.EncodeToString(sum[:])
 	return p, nil
 }
 

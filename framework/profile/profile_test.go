@@ -48,9 +48,12 @@ func TestLoadValid(t *testing.T) {
 			if want := filepath.Join(p.Dir, "migration/leader-migration.yaml"); p.LeaderMigrationConfig() != want {
 				t.Errorf("LeaderMigrationConfig = %s, want %s", p.LeaderMigrationConfig(), want)
 			}
-			e := p.NewExpander("/run/x", "/run/x/kubeconfig")
-			if got := e.Expand(p.CCM.Binary.Args[1]); got != "--cloud-config=/run/x/cloud.conf" {
-				t.Errorf("Expand = %q", got)
+			e := p.NewExpander(ExpanderInput{RunDir: "/run/x", Kubeconfig: "/run/x/kubeconfig"})
+			if got, err := e.Expand(p.CCM.Binary.Args[1]); err != nil || got != "--cloud-config=/run/x/cloud.conf" {
+				t.Errorf("Expand = %q, %v", got, err)
+			}
+			if !strings.HasPrefix(p.Digest, "sha256:") || len(p.Digest) != len("sha256:")+64 {
+				t.Errorf("Digest = %q, want sha256:<64 hex digits>", p.Digest)
 			}
 		}},
 	}
@@ -72,6 +75,9 @@ func TestLoadInvalid(t *testing.T) {
 	}{
 		{"invalid-unknown-field.yaml", []string{`unknown field "ccm.binary.argz"`}},
 		{"invalid-bad-timeout.yaml", []string{"timeouts.nodeInitialize", `"3x"`}},
+		{"invalid-timeout-without-unit.yaml", []string{"timeouts.nodeInitialize", `"30"`, "without a unit", "30s"}},
+		{"invalid-timeout-not-scalar.yaml", []string{"timeouts.nodeDeletion", "not a duration"}},
+		{"invalid-bad-port-variable.yaml", []string{"ccm.binary.args", "${FREE_PORT_metrics}", "${FREE_PORT_<NAME>}"}},
 		{"invalid-unknown-timeout.yaml", []string{"timeouts", `"nodeInitialise"`, "nodeInitialize"}},
 		{"invalid-unknown-capability.yaml", []string{"capabilities[1]", `"load-balancer"`, "LoadBalancer"}},
 		{"invalid-no-ccm.yaml", []string{"ccm.binary: Required value"}},

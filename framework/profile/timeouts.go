@@ -1,8 +1,11 @@
 package profile
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,6 +22,8 @@ const (
 	PollInterval TimeoutName = "pollInterval"
 	// CCMReady bounds the wait for the CCM's /healthz after it starts.
 	CCMReady TimeoutName = "ccmReady"
+	// ServiceReady bounds the wait for a profile service's readyFile.
+	ServiceReady TimeoutName = "serviceReady"
 	// NodeInitialize bounds the wait for a new Node to lose the
 	// node.cloudprovider.kubernetes.io/uninitialized taint.
 	NodeInitialize TimeoutName = "nodeInitialize"
@@ -69,6 +74,7 @@ const (
 var timeoutDefaults = map[TimeoutName]time.Duration{
 	PollInterval:            2 * time.Second,
 	CCMReady:                2 * time.Minute,
+	ServiceReady:            1 * time.Minute,
 	NodeInitialize:          5 * time.Minute,
 	NodeAddressUpdate:       6 * time.Minute,
 	NodeIPRejection:         1 * time.Minute,
@@ -88,6 +94,30 @@ var timeoutDefaults = map[TimeoutName]time.Duration{
 
 // Timeouts maps timeout names to Go durations ("90s", "2m").
 type Timeouts map[TimeoutName]string
+
+// UnmarshalJSON keeps a value that is not a string (a number written
+// without a unit, say) as it was written, so that validation can name its
+// key instead of the decoder failing on the whole map.
+func (t *Timeouts) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*t = nil
+		return nil
+	}
+	var raw map[TimeoutName]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("timeouts: want a map of names to durations such as 90s or 2m")
+	}
+	out := make(Timeouts, len(raw))
+	for name, v := range raw {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			s = string(bytes.TrimSpace(v))
+		}
+		out[name] = s
+	}
+	*t = out
+	return nil
+}
 
 // TimeoutNames lists every named wait, sorted.
 func TimeoutNames() []TimeoutName {
@@ -116,7 +146,11 @@ func (t Timeouts) validate(path *field.Path) field.ErrorList {
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil {
-			errs = append(errs, field.Invalid(p, value, "not a duration such as 90s or 2m"))
+			reason := "not a duration such as 90s or 2m"
+			if isNumber(value) {
+				reason = fmt.Sprintf("a number without a unit; write a duration such as %ss or %sm", value, value)
+			}
+			errs = append(errs, field.Invalid(p, value, reason))
 			continue
 		}
 		if d <= 0 {
@@ -124,6 +158,23 @@ func (t Timeouts) validate(path *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+func isNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	dot := false
+	for _, r := range s {
+		switch {
+		case r == '.' && !dot:
+			dot = true
+		case r < '0' || r > '9':
+			return false
+		}
+	}
+	return true
 }
 
 // Timeout returns the profile's value for a named wait, or its default.

@@ -2,9 +2,13 @@ package profile
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -18,11 +22,35 @@ const (
 	VarRunDir = "RUN_DIR"
 	// VarKubeconfig is the admin kubeconfig of the cluster under test.
 	VarKubeconfig = "KUBECONFIG"
+	// VarInstance is the number of the CCM instance being started: 0 for
+	// the CCM under test (and for the services and the cloud driver, which
+	// run once), 1, 2, ... for the extra instances specs start (leader
+	// migration).
+	VarInstance = "INSTANCE"
+	// VarFreePort is a TCP port free on loopback when it is first
+	// expanded; VarFreePort+"_"+NAME is another one per NAME. Within one
+	// instance the same name gives the same port (see Expander).
+	VarFreePort = "FREE_PORT"
 )
 
-var variableRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+var (
+	variableRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+	// freePortName is the NAME of ${FREE_PORT_NAME}.
+	freePortName = regexp.MustCompile(`^[A-Z0-9_]+$`)
+)
 
-var knownVariables = map[string]bool{VarProfileDir: true, VarRunDir: true, VarKubeconfig: true}
+var fixedVariables = map[string]bool{VarProfileDir: true, VarRunDir: true, VarKubeconfig: true, VarInstance: true, VarFreePort: true}
+
+// portVariable reports whether name is ${FREE_PORT} or ${FREE_PORT_NAME}.
+func portVariable(name string) bool {
+	if name == VarFreePort {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, VarFreePort+"_")
+	return ok && freePortName.MatchString(rest)
+}
+
+func knownVariable(name string) bool { return fixedVariables[name] || portVariable(name) }
 
 func validateVariables(path *field.Path, values []string) field.ErrorList {
 	var errs field.ErrorList
@@ -32,11 +60,12 @@ func validateVariables(path *field.Path, values []string) field.ErrorList {
 			p = path.Index(i)
 		}
 		for _, m := range variableRef.FindAllStringSubmatch(v, -1) {
-			if !knownVariables[m[1]] {
-				names := make([]string, 0, len(knownVariables))
-				for n := range knownVariables {
+			if !knownVariable(m[1]) {
+				names := make([]string, 0, len(fixedVariables)+1)
+				for n := range fixedVariables {
 					names = append(names, "${"+n+"}")
 				}
+				names = append(names, "${"+VarFreePort+"_<NAME>}")
 				sort.Strings(names)
 				errs = append(errs, field.Invalid(p, v, fmt.Sprintf("unknown variable ${%s}; known: %v", m[1], names)))
 			}
@@ -45,33 +74,175 @@ func validateVariables(path *field.Path, values []string) field.ErrorList {
 	return errs
 }
 
-// Expander substitutes profile variables.
-type Expander map[string]string
+// PortAllocator returns a TCP port that is free on loopback.
+type PortAllocator func() (int, error)
 
-// NewExpander returns the variables for one run.
-func (p *Profile) NewExpander(runDir, kubeconfig string) Expander {
-	return Expander{VarProfileDir: p.Dir, VarRunDir: runDir, VarKubeconfig: kubeconfig}
+// FreeLoopbackPort asks the kernel for a TCP port free on 127.0.0.1.
+func FreeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ExpanderInput is what the variables of one run stand for.
+type ExpanderInput struct {
+	// RunDir is ${RUN_DIR}.
+	RunDir string
+	// Kubeconfig is ${KUBECONFIG}.
+	Kubeconfig string
+	// FreePort picks the ports of ${FREE_PORT} and ${FREE_PORT_NAME}.
+	// Default FreeLoopbackPort.
+	FreePort PortAllocator
+}
+
+// maxPortTries bounds how often a port is asked for until one comes that
+// no other name of the run holds.
+const maxPortTries = 20
+
+// portPool hands out the ports of one run: no port twice.
+type portPool struct {
+	mu    sync.Mutex
+	alloc PortAllocator
+	taken map[int]bool
+}
+
+func (p *portPool) next() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range maxPortTries {
+		port, err := p.alloc()
+		if err != nil {
+			return 0, err
+		}
+		if !p.taken[port] {
+			p.taken[port] = true
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("finding a free port: %d tries gave only ports this run already uses", maxPortTries)
+}
+
+// portScope holds the ports one instance's names stand for.
+type portScope struct {
+	mu     sync.Mutex
+	byName map[string]int
+}
+
+func (s *portScope) lookup(name string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	port, ok := s.byName[name]
+	return port, ok
+}
+
+// Expander substitutes profile variables for one instance of the run.
+//
+// The expander NewExpander returns is the run's own: the services and the
+// cloud driver use it, and ${INSTANCE} is 0 there. ForInstance derives the
+// expander of a CCM instance. A port variable names the same port within
+// one expander; an instance sees the ports the run's own expander gave out
+// (so every CCM instance reaches the same service) and picks new ones for
+// every other name (so two CCM instances never listen on the same port).
+type Expander struct {
+	vars     map[string]string
+	pool     *portPool
+	ports    *portScope
+	shared   *portScope // the run's own ports; nil in the run's own expander
+	instance int
+}
+
+// NewExpander returns the run's expander (instance 0).
+func (p *Profile) NewExpander(in ExpanderInput) *Expander {
+	alloc := in.FreePort
+	if alloc == nil {
+		alloc = FreeLoopbackPort
+	}
+	return &Expander{
+		vars: map[string]string{
+			VarProfileDir: p.Dir, VarRunDir: in.RunDir, VarKubeconfig: in.Kubeconfig, VarInstance: "0",
+		},
+		pool:  &portPool{alloc: alloc, taken: map[int]bool{}},
+		ports: &portScope{byName: map[string]int{}},
+	}
+}
+
+// ForInstance returns the expander of CCM instance n (0 for the CCM under
+// test): ${INSTANCE} is n, and port names the run's own expander has not
+// used get ports of the instance's own.
+func (e *Expander) ForInstance(n int) *Expander {
+	vars := make(map[string]string, len(e.vars))
+	for k, v := range e.vars {
+		vars[k] = v
+	}
+	vars[VarInstance] = strconv.Itoa(n)
+	shared := e.shared
+	if shared == nil {
+		shared = e.ports
+	}
+	return &Expander{vars: vars, pool: e.pool, ports: &portScope{byName: map[string]int{}}, shared: shared, instance: n}
+}
+
+// Instance is the value of ${INSTANCE}.
+func (e *Expander) Instance() int { return e.instance }
+
+// port returns the port of a port variable, picking one on first use.
+func (e *Expander) port(name string) (int, error) {
+	if e.shared != nil {
+		if port, ok := e.shared.lookup(name); ok {
+			return port, nil
+		}
+	}
+	e.ports.mu.Lock()
+	defer e.ports.mu.Unlock()
+	if port, ok := e.ports.byName[name]; ok {
+		return port, nil
+	}
+	port, err := e.pool.next()
+	if err != nil {
+		return 0, fmt.Errorf("${%s}: %w", name, err)
+	}
+	e.ports.byName[name] = port
+	return port, nil
 }
 
 // Expand substitutes every ${NAME} in s. Validation has already rejected
-// unknown names.
-func (e Expander) Expand(s string) string {
-	return variableRef.ReplaceAllStringFunc(s, func(ref string) string {
-		return e[variableRef.FindStringSubmatch(ref)[1]]
+// unknown names; the error is a port that could not be found.
+func (e *Expander) Expand(s string) (string, error) {
+	var firstErr error
+	out := variableRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := variableRef.FindStringSubmatch(ref)[1]
+		if !portVariable(name) {
+			return e.vars[name]
+		}
+		port, err := e.port(name)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return ""
+		}
+		return strconv.Itoa(port)
 	})
+	return out, firstErr
 }
 
 // ExpandAll substitutes variables in every element.
-func (e Expander) ExpandAll(in []string) []string {
+func (e *Expander) ExpandAll(in []string) ([]string, error) {
 	out := make([]string, len(in))
 	for i, s := range in {
-		out[i] = e.Expand(s)
+		var err error
+		if out[i], err = e.Expand(s); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // Environ returns the harness's environment with env added, expanded.
-func (e Expander) Environ(env map[string]string) []string {
+func (e *Expander) Environ(env map[string]string) ([]string, error) {
 	out := os.Environ()
 	keys := make([]string, 0, len(env))
 	for k := range env {
@@ -79,7 +250,27 @@ func (e Expander) Environ(env map[string]string) []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		out = append(out, k+"="+e.Expand(env[k]))
+		v, err := e.Expand(env[k])
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		out = append(out, k+"="+v)
 	}
-	return out
+	return out, nil
+}
+
+// EnvNames returns the sorted, distinct variable names of an environment
+// in the KEY=VALUE form, without the values.
+func EnvNames(environ []string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "" && !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }

@@ -1,6 +1,9 @@
 package runner
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Exit codes of a run.
 const (
@@ -30,8 +33,64 @@ type SetupError struct {
 func (e *SetupError) Error() string { return e.Step + ": " + e.Err.Error() }
 func (e *SetupError) Unwrap() error { return e.Err }
 
+// DriverError is a cloud driver that broke its protocol during the run
+// (docs/cloud-driver.md): it answered a spec, or the setup, with something
+// that is not the verb's JSON. The specs it made fail say so; the run is
+// the driver's failure, not the CCM's, so it is a harness error.
+type DriverError struct {
+	// Driver is the driver executable's base name.
+	Driver string
+	// Specs are the failed specs in which the driver broke the protocol
+	// (none when it broke it during setup).
+	Specs []string
+	// Err is the first protocol error.
+	Err error
+}
+
+func (e *DriverError) Error() string {
+	if len(e.Specs) == 0 {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("cloud driver %s broke the protocol in %d spec(s), which failed for it, not for the CCM: %v", e.Driver, len(e.Specs), e.Err)
+}
+func (e *DriverError) Unwrap() error { return e.Err }
+
 // ErrInterrupted is returned when SIGINT or SIGTERM ended the run.
 var ErrInterrupted = errors.New("interrupted")
+
+// Classes of harness errors, as ErrorClass names them for reports.
+const (
+	// ClassInput: bad input (*InputError).
+	ClassInput = "input"
+	// ClassDriver: the cloud driver broke its protocol (*DriverError); the
+	// CCM is not to blame.
+	ClassDriver = "driver"
+	// ClassSetup: the environment could not be brought up or torn down
+	// (*SetupError).
+	ClassSetup = "setup"
+	// ClassInterrupted: SIGINT or SIGTERM ended the run.
+	ClassInterrupted = "interrupted"
+)
+
+// ErrorClass names what kind of harness error err is, for reports: one of
+// the Class constants, "" for nil, or ClassSetup for anything else.
+func ErrorClass(err error) string {
+	var (
+		inErr  *InputError
+		drvErr *DriverError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &drvErr):
+		return ClassDriver
+	case errors.As(err, &inErr):
+		return ClassInput
+	case errors.Is(err, ErrInterrupted):
+		return ClassInterrupted
+	}
+	return ClassSetup
+}
 
 // ExitCode maps a run's outcome to the process exit code.
 func ExitCode(res *Result, err error) int {

@@ -1,54 +1,64 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
-// checkInput validates everything that needs no cluster, so that bad input
-// fails in a second, not after a cluster came up.
-func checkInput(opts Options) (*profile.Profile, error) {
+// CheckOptions say what CheckProfile checks.
+type CheckOptions struct {
+	// ProfilePath is the provider profile. Required.
+	ProfilePath string
+	// Backend is the backend a run would use, if known. A backend that
+	// simulates its nodes needs a cloud driver that creates and deletes
+	// instances, and cannot test a CCM already deployed in a cluster.
+	// Nil checks neither.
+	Backend cluster.Backend
+}
+
+// Checked is a profile that passed CheckProfile.
+type Checked struct {
+	Profile *profile.Profile
+	// Driver is the cloud driver's handshake answer; nil when the profile
+	// has no driver.
+	Driver *clouddriver.Info
+}
+
+// CheckProfile checks a profile and everything it names that can be checked
+// before anything starts: the profile's fields, the executables it runs,
+// the leader migration configuration, and the cloud driver's handshake
+// (`info`). Every problem is an *InputError whose message is one line that
+// names the profile and the field.
+func CheckProfile(ctx context.Context, opts CheckOptions) (*Checked, error) {
 	if opts.ProfilePath == "" {
 		return nil, &InputError{errors.New("no profile: pass --provider FILE")}
-	}
-	if opts.Backend == nil {
-		return nil, &InputError{errNoBackend}
 	}
 	p, err := profile.Load(opts.ProfilePath)
 	if err != nil {
 		return nil, &InputError{err}
-	}
-	if opts.LabelFilter != "" {
-		if _, err := types.ParseLabelFilter(opts.LabelFilter); err != nil {
-			return nil, &InputError{fmt.Errorf("--label-filter %q: %s", opts.LabelFilter, labelFilterError(err))}
-		}
-	}
-	if opts.Lanes > 0 && opts.LaneCommand == nil {
-		return nil, &InputError{errors.New("lanes need a LaneCommand")}
 	}
 	if b := p.CCM.Binary; b != nil {
 		if err := checkExecutable(p.ResolvePath(b.Path)); err != nil {
 			return nil, &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
 		}
 	}
-	if p.CCM.Deployed != nil && opts.Backend.SimulatesNodes() {
+	if opts.Backend != nil && p.CCM.Deployed != nil && opts.Backend.SimulatesNodes() {
 		return nil, &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; pass that cluster with --kubeconfig", p.Path, opts.Backend.Name())}
 	}
 	for i, s := range p.Services {
 		if err := checkExecutable(p.ResolvePath(s.Command[0])); err != nil {
 			return nil, &InputError{fmt.Errorf("profile %s: services[%d].command: %w", p.Path, i, err)}
-		}
-	}
-	if d := p.CloudDriver; d != nil {
-		if err := checkExecutable(p.ResolvePath(d.Command[0])); err != nil {
-			return nil, &InputError{fmt.Errorf("profile %s: cloudDriver.command: %w", p.Path, err)}
 		}
 	}
 	if path := p.LeaderMigrationConfig(); path != "" {
@@ -58,7 +68,109 @@ func checkInput(opts Options) (*profile.Profile, error) {
 			return nil, &InputError{fmt.Errorf("profile %s: leaderMigration.config: %s is not a file", p.Path, path)}
 		}
 	}
-	return p, nil
+	checked := &Checked{Profile: p}
+	if checked.Driver, err = checkDriver(ctx, p); err != nil {
+		return nil, err
+	}
+	if opts.Backend != nil && opts.Backend.SimulatesNodes() {
+		if missing := missingVerbs(checked.Driver, machineVerbs); len(missing) > 0 {
+			return nil, &InputError{fmt.Errorf("profile %s: cloudDriver: the %s backend simulates its nodes and needs a cloud driver that implements %s; %s",
+				p.Path, opts.Backend.Name(), quoteVerbs(machineVerbs), driverLacks(checked.Driver, missing))}
+		}
+	}
+	return checked, nil
+}
+
+// machineVerbs are what a backend that simulates its nodes needs of the
+// driver: it makes one instance per simulated machine.
+var machineVerbs = []clouddriver.Verb{clouddriver.VerbInstanceCreate, clouddriver.VerbInstanceDelete}
+
+func missingVerbs(info *clouddriver.Info, verbs []clouddriver.Verb) []clouddriver.Verb {
+	if info == nil {
+		return verbs
+	}
+	d := clouddriver.FromInfo(*info)
+	var missing []clouddriver.Verb
+	for _, v := range verbs {
+		if !d.Supports(v) {
+			missing = append(missing, v)
+		}
+	}
+	return missing
+}
+
+func driverLacks(info *clouddriver.Info, missing []clouddriver.Verb) string {
+	if info == nil {
+		return "the profile has none"
+	}
+	return "its info answer does not list " + quoteVerbs(missing)
+}
+
+func quoteVerbs(verbs []clouddriver.Verb) string {
+	q := make([]string, len(verbs))
+	for i, v := range verbs {
+		q[i] = fmt.Sprintf("%q", string(v))
+	}
+	return strings.Join(q, " and ")
+}
+
+// checkDriver runs the cloud driver's handshake before anything starts, so
+// that a driver that cannot be run or answers garbage is bad input found
+// at once. Nothing the run starts exists yet: ${RUN_DIR} is a scratch
+// directory, removed afterwards, and ${KUBECONFIG} a path in it that does
+// not exist (docs/cloud-driver.md says `info` must answer without the cloud).
+func checkDriver(ctx context.Context, p *profile.Profile) (*clouddriver.Info, error) {
+	d := p.CloudDriver
+	if d == nil {
+		return nil, nil
+	}
+	bad := func(err error) error {
+		return &InputError{fmt.Errorf("profile %s: cloudDriver: %w", p.Path, err)}
+	}
+	scratch, err := os.MkdirTemp(runDirBase(), "ccm-conformance-check-")
+	if err != nil {
+		return nil, &SetupError{Step: "checking the cloud driver", Err: err}
+	}
+	defer os.RemoveAll(scratch)
+	e := p.NewExpander(profile.ExpanderInput{RunDir: scratch, Kubeconfig: filepath.Join(scratch, "kubeconfig")})
+	command, err := e.ExpandAll(d.Command)
+	if err != nil {
+		return nil, bad(err)
+	}
+	command[0] = p.ResolvePath(command[0])
+	if err := checkExecutable(command[0]); err != nil {
+		return nil, bad(fmt.Errorf("command: %w", err))
+	}
+	env, err := e.Environ(d.Env)
+	if err != nil {
+		return nil, bad(err)
+	}
+	drv, err := clouddriver.New(ctx, clouddriver.Options{Command: command, Env: env, CallTimeout: p.Timeout(profile.CloudDriverCall)})
+	if err != nil {
+		return nil, bad(err)
+	}
+	info := drv.Info()
+	return &info, nil
+}
+
+// checkInput validates everything that needs no cluster, so that bad input
+// fails in a second, not after a cluster came up.
+func checkInput(ctx context.Context, opts Options) (*Checked, error) {
+	if opts.ProfilePath == "" {
+		return nil, &InputError{errors.New("no profile: pass --provider FILE")}
+	}
+	if opts.Backend == nil {
+		return nil, &InputError{errNoBackend}
+	}
+	if opts.LabelFilter != "" {
+		if _, err := types.ParseLabelFilter(opts.LabelFilter); err != nil {
+			return nil, &InputError{fmt.Errorf("--label-filter %q: %s", opts.LabelFilter, labelFilterError(err))}
+		}
+	}
+	if opts.Lanes > 0 && opts.LaneCommand == nil {
+		return nil, &InputError{errors.New("lanes need a LaneCommand")}
+	}
+	return CheckProfile(ctx, CheckOptions{ProfilePath: opts.ProfilePath, Backend: opts.Backend})
 }
 
 func checkExecutable(path string) error {

@@ -134,6 +134,9 @@ type laneReport struct {
 	// bad input.
 	Error      string `json:"error,omitempty"`
 	InputError bool   `json:"inputError,omitempty"`
+	// DriverError says the cloud driver broke its protocol (DriverError),
+	// naming the driver.
+	DriverError string `json:"driverError,omitempty"`
 }
 
 // specID names a spec the same way in every lane.
@@ -181,6 +184,10 @@ func runLane(ctx context.Context, opts Options, p *profile.Profile) error {
 		lr.Error = err.Error()
 		var inErr *InputError
 		lr.InputError = errors.As(err, &inErr)
+		var drvErr *DriverError
+		if errors.As(err, &drvErr) {
+			lr.DriverError = drvErr.Driver
+		}
 	}
 	data, merr := json.Marshal(lr)
 	if merr != nil {
@@ -270,9 +277,12 @@ func runLanes(ctx context.Context, opts Options, p *profile.Profile, info *RunIn
 		info.merge(lr.Info)
 		info.Worlds = append(info.Worlds, WorldInfo{Name: fmt.Sprintf("lane-%d", l.Index), Phases: lr.Phases})
 		if lr.Error != "" {
-			if lr.InputError {
+			switch {
+			case lr.DriverError != "":
+				laneErrs = append(laneErrs, &DriverError{Driver: lr.DriverError, Err: fmt.Errorf("lane %d: %s", l.Index, lr.Error)})
+			case lr.InputError:
 				laneErrs = append(laneErrs, &InputError{fmt.Errorf("lane %d: %s", l.Index, lr.Error)})
-			} else {
+			default:
 				laneErrs = append(laneErrs, &SetupError{Step: fmt.Sprintf("lane %d", l.Index), Err: errors.New(lr.Error)})
 			}
 		}

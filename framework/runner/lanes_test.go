@@ -101,9 +101,19 @@ func TestMergeLaneReports(t *testing.T) {
 	if merged.SuiteSucceeded {
 		t.Error("the merged suite succeeded although lane 2's did not")
 	}
-	res := resultFrom(merged)
-	if res.Passed != 2 || res.Failed != 3 || res.Skipped != 1 {
+	res := resultFrom(merged, "")
+	if res.Passed != 2 || res.Failed != 3 || res.Skipped != 1 || res.NotSelected != 0 {
 		t.Errorf("result = %+v", res)
+	}
+	// With the filter that left it out, the skipped spec is not selected.
+	for i := range merged.SpecReports {
+		if merged.SpecReports[i].LeafNodeText != "left out by the filter" {
+			merged.SpecReports[i].LeafNodeLabels = []string{"Selected"}
+		}
+	}
+	res = resultFrom(merged, "Selected")
+	if res.Passed != 2 || res.Failed != 3 || res.Skipped != 0 || res.NotSelected != 1 {
+		t.Errorf("result with a label filter = %+v", res)
 	}
 }
 

@@ -1,15 +1,21 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	"golang.org/x/sys/unix"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 )
 
 // SpecInfo describes one spec for `ccm-conformance list`.
@@ -18,6 +24,97 @@ type SpecInfo struct {
 	Labels []string `json:"labels"`
 	// Suite is the suite's name.
 	Suite string `json:"suite"`
+	// Skip is why a run with the profile would skip the spec (a missing
+	// capability, a verb the cloud driver lacks, no simulated machines);
+	// empty when it would run. Only ListForProfile sets it.
+	Skip string `json:"skip,omitempty"`
+}
+
+// ListOptions say what ListForProfile lists.
+type ListOptions struct {
+	Suites      []framework.Suite
+	LabelFilter string
+	// ProfilePath is the profile whose run is foreseen. Required.
+	ProfilePath string
+	// SimulatesNodes foresees a run on a backend whose nodes the harness
+	// simulates (the local one, as `run` uses by default): specs that need
+	// machines can have them when the cloud driver creates instances.
+	SimulatesNodes bool
+	// ClusterCIDRs are the pod networks of the foreseen cluster when its
+	// backend knows them (the local one does); default the profile's
+	// cluster.clusterCIDRs.
+	ClusterCIDRs []string
+}
+
+// listProbeTimeout bounds ListForProfile's run of the specs: each ends at
+// its first step past the checks of what it needs, at once.
+const listProbeTimeout = time.Minute
+
+// ListForProfile lists the specs the label filter selects and, for each,
+// why a run with the profile would skip it. It checks the profile as a run
+// does (CheckProfile, with the cloud driver's handshake), then runs every
+// selected spec against a world in which nothing exists: the checks a spec
+// makes first (capabilities, cloud-driver verbs, simulated machines, CCM
+// instances) skip it as in a real run, and its first step past them ends
+// it. Like Run, it can be called once per process (a ginkgo limit).
+func ListForProfile(ctx context.Context, opts ListOptions) ([]SpecInfo, error) {
+	if opts.LabelFilter != "" {
+		if _, err := types.ParseLabelFilter(opts.LabelFilter); err != nil {
+			return nil, &InputError{fmt.Errorf("--label-filter %q: %s", opts.LabelFilter, labelFilterError(err))}
+		}
+	}
+	checked, err := CheckProfile(ctx, CheckOptions{ProfilePath: opts.ProfilePath})
+	if err != nil {
+		return nil, err
+	}
+	p := checked.Profile
+	// The probe world: the profile and what the driver said it can do;
+	// every call fails, every client is missing.
+	f := &framework.Framework{Profile: p, ClusterCIDRs: p.Cluster.ClusterCIDRs}
+	if len(opts.ClusterCIDRs) > 0 {
+		f.ClusterCIDRs = opts.ClusterCIDRs
+	}
+	if checked.Driver != nil {
+		f.Driver = clouddriver.FromInfo(*checked.Driver)
+	}
+	if p.CCM.Binary != nil {
+		f.CCMInstances = probeCCMs{}
+		if opts.SimulatesNodes && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
+			f.Machines = &framework.Machines{}
+		}
+	}
+	restore, err := silenceStdout()
+	if err != nil {
+		return nil, err
+	}
+	report := specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, out: io.Discard, timeout: listProbeTimeout}.run(f)
+	restore()
+
+	var specs []SpecInfo
+	for _, s := range report.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt || (opts.LabelFilter != "" && !matches(opts.LabelFilter, s.Labels())) {
+			continue
+		}
+		info := SpecInfo{Text: strings.TrimSpace(s.FullText()), Labels: s.Labels(), Suite: SuiteOf(s)}
+		if s.State == types.SpecStateSkipped {
+			info.Skip = oneLine(s.Failure.Message)
+		}
+		specs = append(specs, info)
+	}
+	return specs, nil
+}
+
+// probeCCMs stands for the CCM instances a run could start.
+type probeCCMs struct{}
+
+var errProbe = errors.New("listing only: nothing runs")
+
+func (probeCCMs) Start(context.Context, string, []string) (*ccm.Process, error) {
+	return nil, errProbe
+}
+
+func (probeCCMs) StopMain(context.Context) (func(context.Context) error, error) {
+	return nil, errProbe
 }
 
 // List returns the specs of suites that labelFilter selects, without

@@ -12,13 +12,23 @@ type RunInfo struct {
 	Provider string `json:"provider"`
 	// ProfilePath is the profile file.
 	ProfilePath string `json:"profilePath"`
+	// ProfileDigest is the sha256 of the profile file's content
+	// ("sha256:<hex>"): two runs of one profile path with different
+	// content tell apart by it.
+	ProfileDigest string `json:"profileDigest,omitempty"`
+	// CCMEnv are the names, never the values, of the environment variables
+	// the CCM under test got (the harness's environment and the profile's
+	// ccm.binary.env), sorted; empty for a CCM the harness does not start.
+	CCMEnv []string `json:"ccmEnv,omitempty"`
 	// Backend is "local" (the embedded cluster), "kubeconfig" or "kind".
 	Backend string `json:"backend"`
 	// BackendMetadata are the backend's facts that tell two runs apart
 	// (cluster.Describer), such as kind's node image.
 	BackendMetadata map[string]string `json:"backendMetadata,omitempty"`
 	// KubernetesVersion and KubernetesCommit come from the API server's
-	// /version; empty when the cluster never came up.
+	// /version (the commit, when it reports none, from the backend:
+	// cluster.Versioned); empty when the cluster never came up. The commit
+	// is a full git hash or empty, never a placeholder (GitCommit).
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	KubernetesCommit  string `json:"kubernetesCommit,omitempty"`
 	// CCMBinary is the CCM executable and CCMDigest its sha256
@@ -65,5 +75,8 @@ func (i *RunInfo) merge(w RunInfo) {
 	}
 	if w.KubernetesCommit != "" {
 		i.KubernetesCommit = w.KubernetesCommit
+	}
+	if len(w.CCMEnv) > 0 {
+		i.CCMEnv = w.CCMEnv
 	}
 }

@@ -35,6 +35,12 @@ import (
 // DefaultArtifactsDir is the run directory when Options.ArtifactsDir is empty.
 const DefaultArtifactsDir = "_artifacts"
 
+// How finely progress lines and the summary round durations (display only).
+const (
+	phasePrecision   = 10 * time.Millisecond
+	summaryPrecision = time.Second
+)
+
 // Options configure one run.
 type Options struct {
 	// ProfilePath is the provider profile. Required.
@@ -46,7 +52,7 @@ type Options struct {
 	LabelFilter string
 	// ArtifactsDir is the run directory: the runner writes summary.txt
 	// there and component logs under artifacts/logs/; observers write the
-	// rest (see reports/prow). Default DefaultArtifactsDir.
+	// rest (see reports/rundir). Default DefaultArtifactsDir.
 	ArtifactsDir string
 	// Suites are the suites to declare.
 	Suites []framework.Suite
@@ -82,33 +88,56 @@ func (o Options) withDefaults() Options {
 // Result counts the specs of a run.
 type Result struct {
 	Passed, Failed, Skipped, Pending int
-	Interrupted                      bool
+	// NotSelected counts the specs the label filter left out. They are
+	// not skips: a skip says what the spec was missing.
+	NotSelected int
+	Interrupted bool
 	// Failures holds one line per failed spec: its name and message.
 	Failures []string
-	Duration time.Duration
+	// DriverFailures are the failed specs (counted in Failed too) in which
+	// the cloud driver broke its protocol; DriverFault is the first such
+	// protocol error. Those specs failed for the driver, not the CCM.
+	DriverFailures []string
+	DriverFault    string
+	Duration       time.Duration
 }
 
-// Summary is the closing line of a run.
+// Summary is the closing line of a run: "N passed, N failed, N skipped",
+// the shape CI jobs parse. Specs the label filter left out are not in it
+// (see NotSelectedLine).
 func (r *Result) Summary() string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped", r.Passed, r.Failed, r.Skipped)
 }
 
+// NotSelectedLine says how many specs the label filter left out, or is
+// empty when it left none out.
+func (r *Result) NotSelectedLine() string {
+	if r.NotSelected == 0 {
+		return ""
+	}
+	return fmt.Sprintf("not selected: %d (left out by the label filter; not run, not skipped)", r.NotSelected)
+}
+
 // Run executes the suites. It returns a harness error (an *InputError, a
-// *SetupError or ErrInterrupted) when the specs could not run; otherwise the
-// result says how they went. ctx ending means the run was interrupted:
-// teardown still happens and partial results are written.
+// *SetupError or ErrInterrupted) when the specs could not run, and a
+// *DriverError with the result when every failed spec failed because the
+// cloud driver broke its protocol; otherwise the result says how they
+// went. ctx ending means the run was interrupted: teardown still happens
+// and partial results are written.
 func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	opts = opts.withDefaults()
-	p, err := checkInput(opts)
+	checked, err := checkInput(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
+	p := checked.Profile
 	if opts.Lane != nil {
 		return nil, runLane(ctx, opts, p)
 	}
 	info := RunInfo{
 		Provider:       p.Name,
 		ProfilePath:    p.Path,
+		ProfileDigest:  p.Digest,
 		Backend:        opts.Backend.Name(),
 		HarnessVersion: opts.HarnessVersion,
 		LabelFilter:    opts.LabelFilter,
@@ -151,7 +180,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		writePartialSummary(opts, p, specsErr.Error())
 		return nil, specsErr
 	}
-	res = resultFrom(report)
+	res = resultFrom(report, opts.LabelFilter)
 	res.Duration = time.Since(start)
 	if ctx.Err() != nil {
 		res.Interrupted = true
@@ -164,8 +193,19 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		// The specs passed, but the world did not come down cleanly (or a
 		// lane failed to come up): the harness failed.
 		return res, specsErr
+	case res.Failed > 0 && len(res.DriverFailures) == res.Failed:
+		// Every failure is the driver's: the CCM is not to blame.
+		return res, &DriverError{Driver: driverName(p), Specs: res.DriverFailures, Err: errors.New(res.DriverFault)}
 	}
 	return res, nil
+}
+
+// driverName is the base name of the profile's cloud driver executable.
+func driverName(p *profile.Profile) string {
+	if p.CloudDriver == nil || len(p.CloudDriver.Command) == 0 {
+		return ""
+	}
+	return filepath.Base(p.CloudDriver.Command[0])
 }
 
 // runOneWorld brings up one world in this process, runs every selected
@@ -209,20 +249,26 @@ func formatPhases(phases []Phase) string {
 	parts := make([]string, len(phases))
 	for i, p := range phases {
 		total += p.Duration
-		parts[i] = fmt.Sprintf("%s %s", p.Name, p.Duration.Round(10*time.Millisecond))
+		parts[i] = fmt.Sprintf("%s %s", p.Name, p.Duration.Round(phasePrecision))
 	}
-	return fmt.Sprintf("%s (%s)", total.Round(10*time.Millisecond), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%s)", total.Round(phasePrecision), strings.Join(parts, ", "))
 }
 
 func writeSummary(opts Options, p *profile.Profile, res *Result) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "provider: %s\n", p.Name)
-	fmt.Fprintf(&b, "duration: %s\n", res.Duration.Round(time.Second))
+	fmt.Fprintf(&b, "duration: %s\n", res.Duration.Round(summaryPrecision))
 	if res.Interrupted {
 		fmt.Fprintf(&b, "interrupted: true\n")
 	}
 	for _, f := range res.Failures {
 		fmt.Fprintf(&b, "FAILED %s\n", f)
+	}
+	if n := len(res.DriverFailures); n > 0 {
+		fmt.Fprintf(&b, "cloud driver failed: it broke the protocol in %d of the %d failed specs, which count against the driver, not the CCM\n", n, res.Failed)
+	}
+	if line := res.NotSelectedLine(); line != "" {
+		fmt.Fprintln(&b, line)
 	}
 	fmt.Fprintf(&b, "conformance: %s\n", res.Summary())
 	path := filepath.Join(opts.ArtifactsDir, "summary.txt")

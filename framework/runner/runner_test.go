@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -51,15 +53,116 @@ func TestResultFrom(t *testing.T) {
 		{LeafNodeType: types.NodeTypeBeforeSuite, State: types.SpecStatePassed},
 		{LeafNodeType: types.NodeTypeReportAfterSuite, State: types.SpecStateFailed, Failure: types.Failure{Message: "report failed"}},
 	}}
-	res := resultFrom(report)
+	res := resultFrom(report, "")
 	if res.Passed != 1 || res.Failed != 3 || res.Skipped != 1 {
 		t.Errorf("counts = %+v, want 1 passed, 3 failed (two specs and a suite node), 1 skipped", res)
 	}
 	if got := strings.Join(res.Failures, "|"); !strings.Contains(got, "[suite] Describe fails: node n1: expected zone-a …") {
 		t.Errorf("failures = %q, want one line per failure naming the spec", got)
 	}
-	if res.Summary() != "1 passed, 3 failed, 1 skipped" {
+	if res.Summary() != "1 passed, 3 failed, 1 skipped" || res.NotSelectedLine() != "" {
 		t.Errorf("summary = %q", res.Summary())
+	}
+}
+
+func labelled(s types.SpecReport, labels ...string) types.SpecReport {
+	s.LeafNodeLabels = labels
+	return s
+}
+
+// A spec the label filter left out is not selected, not skipped; a spec
+// the filter selected that skips (a missing capability) is skipped.
+func TestResultFromNotSelected(t *testing.T) {
+	report := types.Report{SpecReports: types.SpecReports{
+		labelled(spec("runs", types.SpecStatePassed, ""), "InstancesV2"),
+		labelled(spec("lacks a capability", types.SpecStateSkipped, `profile "x" does not declare capability Zones`), "InstancesV2", "Zones"),
+		labelled(spec("left out", types.SpecStateSkipped, ""), "Routes"),
+		labelled(spec("left out too", types.SpecStateSkipped, ""), "LoadBalancer"),
+	}}
+	res := resultFrom(report, "InstancesV2")
+	if res.Passed != 1 || res.Skipped != 1 || res.NotSelected != 2 {
+		t.Errorf("counts = %+v, want 1 passed, 1 skipped, 2 not selected", res)
+	}
+	// The closing line keeps the shape CI jobs parse, then the rest.
+	if got, want := res.Summary()+"; "+res.NotSelectedLine(), "1 passed, 0 failed, 1 skipped; not selected: 2 (left out by the label filter; not run, not skipped)"; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}
+
+func withDriverFault(s types.SpecReport, fault string) types.SpecReport {
+	s.ReportEntries = append(s.ReportEntries, types.ReportEntry{Name: DriverFaultEntry, Value: types.WrapEntryValue(fault)})
+	return s
+}
+
+// A spec that failed because the cloud driver broke its protocol is the
+// driver's failure: counted as failed (as JUnit shows it), listed apart,
+// and its line says so.
+func TestResultFromDriverFaults(t *testing.T) {
+	fault := `cloud driver broken-driver broke the protocol: "instance get" answered with invalid JSON`
+	report := types.Report{SpecReports: types.SpecReports{
+		spec("passes", types.SpecStatePassed, ""),
+		withDriverFault(spec("asks the driver", types.SpecStateFailed, "Unexpected error: "+fault), fault),
+		withDriverFault(spec("passes although the driver was odd", types.SpecStatePassed, ""), fault),
+	}}
+	res := resultFrom(report, "")
+	if res.Failed != 1 || len(res.DriverFailures) != 1 || res.DriverFault != fault {
+		t.Fatalf("result = %+v, want one failure, the driver's", res)
+	}
+	if !strings.Contains(res.Failures[0], "asks the driver: "+fault) || !strings.Contains(res.Failures[0], "failed for the cloud driver, not the CCM") {
+		t.Errorf("failure line = %q", res.Failures[0])
+	}
+
+	// A round trip through JSON (a lane's report) keeps the entry.
+	data, err := json.Marshal(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back types.Report
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if res := resultFrom(back, ""); len(res.DriverFailures) != 1 || res.DriverFault != fault {
+		t.Errorf("after JSON: %+v", res)
+	}
+}
+
+func TestErrorClass(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{&InputError{errors.New("bad")}, ClassInput},
+		{&SetupError{Step: "ccm", Err: errors.New("exited")}, ClassSetup},
+		{&DriverError{Driver: "d", Err: errors.New("garbage")}, ClassDriver},
+		{fmt.Errorf("lane 1: %w", &DriverError{Driver: "d", Err: errors.New("garbage")}), ClassDriver},
+		{ErrInterrupted, ClassInterrupted},
+		{errors.New("other"), ClassSetup},
+	}
+	for _, tt := range tests {
+		if got := ErrorClass(tt.err); got != tt.want {
+			t.Errorf("ErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	if got := ExitCode(&Result{Failed: 1, DriverFailures: []string{"x"}}, &DriverError{Err: errors.New("garbage")}); got != ExitHarnessError {
+		t.Errorf("ExitCode of a driver's failure = %d, want %d", got, ExitHarnessError)
+	}
+}
+
+func TestGitCommit(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789abcdef01234567"},
+		{"0123456789ABCDEF0123456789ABCDEF01234567", "0123456789abcdef0123456789abcdef01234567"},
+		{"$Format:%H$", ""},
+		{"", ""},
+		{"unknown", ""},
+		{"0123456", ""},
+		{"0123456789abcdef0123456789abcdef0123456z", ""},
+	}
+	for _, tt := range tests {
+		if got := GitCommit(tt.in); got != tt.want {
+			t.Errorf("GitCommit(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
 

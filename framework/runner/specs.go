@@ -36,6 +36,8 @@ type specRun struct {
 	// claim, when set, is asked before each spec whether this process runs
 	// it; a spec it does not get is skipped here (another lane runs it).
 	claim func(types.SpecReport) (bool, error)
+	// timeout bounds the whole ginkgo run; default suiteTimeout.
+	timeout time.Duration
 }
 
 // notClaimedPrefix is the skip message of a spec that another lane runs.
@@ -55,6 +57,7 @@ func (sr specRun) run(f *framework.Framework) types.Report {
 		})
 		ginkgo.ReportAfterEach(func(s ginkgo.SpecReport) { sr.printSpec(s) })
 	}
+	sr.attributeDriverFaults(f)
 	ginkgo.BeforeEach(f.SkipUnlessCapable)
 	declareSuites(f, sr.suites)
 	ginkgo.ReportAfterSuite("ccm-conformance summary", func(rep ginkgo.Report) { report = rep })
@@ -62,6 +65,9 @@ func (sr specRun) run(f *framework.Framework) types.Report {
 	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()
 	suiteConfig.LabelFilter = sr.labelFilter
 	suiteConfig.Timeout = suiteTimeout
+	if sr.timeout > 0 {
+		suiteConfig.Timeout = sr.timeout
+	}
 	suiteConfig.RandomSeed = sr.seed
 	if suiteConfig.RandomSeed == 0 {
 		suiteConfig.RandomSeed = time.Now().Unix()
@@ -78,9 +84,42 @@ func (sr specRun) run(f *framework.Framework) types.Report {
 	}
 	defer func() { formatter.ColorableStdOut = stdout }()
 
-	gomega.RegisterFailHandler(ginkgo.Fail)
+	// framework.Fail puts the spec's own sentence first in every failure.
+	gomega.RegisterFailHandler(framework.Fail)
 	ginkgo.RunSpecs(failRecorder{}, "CCM conformance: "+f.Profile.Name, suiteConfig, reporterConfig)
 	return report
+}
+
+// DriverFaultEntry is the report entry of a failed spec in which the cloud
+// driver broke its protocol; its value is the driver's first protocol
+// error. Such a spec failed for the driver's sake, not the CCM's.
+const DriverFaultEntry = "cloud-driver-fault"
+
+// attributeDriverFaults marks each failed spec in which the cloud driver
+// broke its protocol (clouddriver.KindProtocol) with a DriverFaultEntry.
+// It runs after the spec's cleanup, so that a bad answer there counts too;
+// the entry travels with the report, also through a lane's.
+func (sr specRun) attributeDriverFaults(f *framework.Framework) {
+	mark := 0
+	ginkgo.ReportBeforeEach(func(ginkgo.SpecReport) { mark = f.Driver.Faults() })
+	ginkgo.ReportAfterEach(func(s ginkgo.SpecReport) {
+		if !s.State.Is(types.SpecStateFailureStates) {
+			return
+		}
+		if faults := f.Driver.FaultsSince(mark); len(faults) > 0 {
+			ginkgo.AddReportEntry(DriverFaultEntry, faults[0].Error(), ginkgo.ReportEntryVisibilityFailureOrVerbose)
+		}
+	})
+}
+
+// driverFault returns the DriverFaultEntry of a spec, or "".
+func driverFault(s types.SpecReport) string {
+	for _, e := range s.ReportEntries {
+		if e.Name == DriverFaultEntry {
+			return e.StringRepresentation()
+		}
+	}
+	return ""
 }
 
 // printSpec prints one line for a spec this lane ran, and the failure in
@@ -92,7 +131,7 @@ func (sr specRun) printSpec(s types.SpecReport) {
 	if s.State == types.SpecStateSkipped && (s.Failure.Message == notClaimedPrefix || s.Failure.Message == "") {
 		return // another lane's, or left out by the label filter
 	}
-	fmt.Fprintf(sr.out, "%s %s [%s]\n", strings.ToUpper(s.State.String()), s.FullText(), s.RunTime.Round(10*time.Millisecond))
+	fmt.Fprintf(sr.out, "%s %s [%s]\n", strings.ToUpper(s.State.String()), s.FullText(), s.RunTime.Round(phasePrecision))
 	switch {
 	case s.State.Is(types.SpecStateFailureStates):
 		fmt.Fprintf(sr.out, "  %s\n  at %s\n", indent(strip(s.Failure.Message)), s.Failure.Location)
@@ -109,7 +148,15 @@ type failRecorder struct{}
 
 func (failRecorder) Fail() {}
 
-func resultFrom(report types.Report) *Result {
+// resultFrom counts the specs of a report. A spec the label filter left
+// out is not selected, never skipped.
+func resultFrom(report types.Report, labelFilter string) *Result {
+	selected := func([]string) bool { return true }
+	if labelFilter != "" {
+		if f, err := types.ParseLabelFilter(labelFilter); err == nil {
+			selected = f
+		}
+	}
 	res := &Result{}
 	for _, s := range report.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt {
@@ -124,10 +171,20 @@ func resultFrom(report types.Report) *Result {
 			res.Passed++
 		case s.State == types.SpecStatePending:
 			res.Pending++
+		case s.State == types.SpecStateSkipped && !selected(s.Labels()):
+			res.NotSelected++
 		case s.State == types.SpecStateSkipped:
 			res.Skipped++
 		case s.State.Is(types.SpecStateFailureStates):
 			res.Failed++
+			if fault := driverFault(s); fault != "" {
+				res.DriverFailures = append(res.DriverFailures, s.FullText())
+				res.Failures = append(res.Failures, fmt.Sprintf("%s: %s (the spec failed for the cloud driver, not the CCM)", s.FullText(), oneLine(fault)))
+				if res.DriverFault == "" {
+					res.DriverFault = oneLine(fault)
+				}
+				continue
+			}
 			res.Failures = append(res.Failures, fmt.Sprintf("%s: %s", s.FullText(), oneLine(s.Failure.Message)))
 		}
 	}

@@ -24,10 +24,8 @@ import (
 )
 
 // Bounds of the world's own steps (the profile's named timeouts bound what
-// the CCM and the cloud do).
+// the CCM and the cloud do, and how long a service gets to be ready).
 const (
-	// serviceReadyTimeout bounds the wait for a profile service's ready file.
-	serviceReadyTimeout = time.Minute
 	// serviceStopGrace is how long a profile service gets to exit after
 	// SIGTERM.
 	serviceStopGrace = 10 * time.Second
@@ -41,6 +39,8 @@ const (
 	// cluster: far above what the specs need, far below what would burden
 	// a real cluster's API server.
 	clientQPS, clientBurst = 100, 200
+	// logPrecision is how finely the world's log lines round durations.
+	logPrecision = 100 * time.Millisecond
 )
 
 // world is everything one run of the specs needs, brought up in order and
@@ -55,17 +55,21 @@ type world struct {
 	runDir   string // private, removed at the end
 	cleanups []cleanup
 
-	expander profile.Expander
-	cluster  cluster.Cluster
-	config   *rest.Config
-	client   kubernetes.Interface
-	driver   *clouddriver.Driver
-	watch    *framework.Watch
-	ccm      *mainCCM
-	deployed *ccm.Deployed
-	machines *framework.Machines
-	kubelets *nodes.Pool
-	nodes    []string // the simulated nodes registered at setup
+	// expander is the run's own (services, cloud driver); ccmExpander the
+	// main CCM's, instance 0, kept so that a restart gets the same ports.
+	expander     *profile.Expander
+	ccmExpander  *profile.Expander
+	lastInstance int // the number of the last extra CCM instance started
+	cluster      cluster.Cluster
+	config       *rest.Config
+	client       kubernetes.Interface
+	driver       *clouddriver.Driver
+	watch        *framework.Watch
+	ccm          *mainCCM
+	deployed     *ccm.Deployed
+	machines     *framework.Machines
+	kubelets     *nodes.Pool
+	nodes        []string // the simulated nodes registered at setup
 
 	// info collects what the world learns about itself for the reports.
 	info RunInfo
@@ -118,7 +122,8 @@ func (w *world) setUp(ctx context.Context) error {
 	if err := w.timed("cluster", func() error { return w.startCluster(ctx) }); err != nil {
 		return err
 	}
-	w.expander = w.profile.NewExpander(w.runDir, w.cluster.Kubeconfig())
+	w.expander = w.profile.NewExpander(profile.ExpanderInput{RunDir: w.runDir, Kubeconfig: w.cluster.Kubeconfig()})
+	w.ccmExpander = w.expander.ForInstance(0)
 	err = w.timed("cloud", func() error {
 		for _, s := range w.profile.Services {
 			if err := w.startService(ctx, s); err != nil {
@@ -128,14 +133,14 @@ func (w *world) setUp(ctx context.Context) error {
 		return w.startDriver(ctx)
 	})
 	if err != nil {
-		return err
+		return w.blameDriver(err)
 	}
 	if err := w.timed("ccm", func() error { return w.startCCM(ctx) }); err != nil {
 		return err
 	}
 	if sim, ok := w.cluster.(cluster.NodeSimulator); ok {
 		if err := w.timed("nodes", func() error { return w.registerNodes(ctx, sim) }); err != nil {
-			return err
+			return w.blameDriver(err)
 		}
 	}
 	if fin, ok := w.cluster.(cluster.Finisher); ok {
@@ -145,6 +150,17 @@ func (w *world) setUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// blameDriver turns a setup error caused by the cloud driver breaking its
+// protocol into a *DriverError, so that the run reads as the driver's
+// failure.
+func (w *world) blameDriver(err error) error {
+	var de *clouddriver.Error
+	if errors.As(err, &de) && de.Kind == clouddriver.KindProtocol {
+		return &DriverError{Driver: de.Driver, Err: err}
+	}
+	return err
 }
 
 func (w *world) startCluster(ctx context.Context) error {
@@ -192,44 +208,57 @@ func (w *world) startCluster(ctx context.Context) error {
 	}
 	if v, err := w.client.Discovery().ServerVersion(); err == nil {
 		w.info.KubernetesVersion = v.GitVersion
-		// A build without git stamping (like the local cluster's, from the
-		// module proxy) reports the unexpanded "$Format:%H$": no commit.
-		if !strings.HasPrefix(v.GitCommit, "$Format") {
-			w.info.KubernetesCommit = v.GitCommit
-		}
+		w.info.KubernetesCommit = GitCommit(v.GitCommit)
 	}
-	w.logf("cluster API ready in %s: Kubernetes %s at %s", time.Since(start).Round(100*time.Millisecond), w.info.KubernetesVersion, w.config.Host)
+	if vc, ok := c.(cluster.Versioned); ok && w.info.KubernetesCommit == "" {
+		// A binary built before the cache stamped its commit reports
+		// none; the backend may know it another way.
+		w.info.KubernetesCommit = GitCommit(vc.KubernetesCommit())
+	}
+	w.logf("cluster API ready in %s: Kubernetes %s at %s", time.Since(start).Round(logPrecision), w.info.KubernetesVersion, w.config.Host)
 	return nil
 }
 
 func (w *world) startService(ctx context.Context, s profile.Service) error {
-	command := w.expander.ExpandAll(s.Command)
+	step := "service " + s.Name
+	command, err := w.expander.ExpandAll(s.Command)
+	if err != nil {
+		return &SetupError{Step: step, Err: fmt.Errorf("command: %w", err)}
+	}
 	command[0] = w.profile.ResolvePath(command[0])
+	env, err := w.expander.Environ(s.Env)
+	if err != nil {
+		return &SetupError{Step: step, Err: err}
+	}
+	ready, err := w.expander.Expand(s.ReadyFile)
+	if err != nil {
+		return &SetupError{Step: step, Err: fmt.Errorf("readyFile: %w", err)}
+	}
 	p, err := proc.Start(proc.Options{
-		Name:    "service " + s.Name,
+		Name:    step,
 		Command: command,
-		Env:     w.expander.Environ(s.Env),
+		Env:     env,
 		LogPath: filepath.Join(w.logDir, "service-"+s.Name+".log"),
 	})
 	if err != nil {
-		return &SetupError{Step: "service " + s.Name, Err: err}
+		return &SetupError{Step: step, Err: err}
 	}
 	w.onTeardown("stop service "+s.Name, func(ctx context.Context) error { return p.Stop(ctx, serviceStopGrace) })
 	if s.ReadyFile == "" {
 		return nil
 	}
-	ready := w.expander.Expand(s.ReadyFile)
-	deadline := time.Now().Add(serviceReadyTimeout)
+	timeout := w.profile.Timeout(profile.ServiceReady)
+	deadline := time.Now().Add(timeout)
 	for {
 		if _, err := os.Stat(ready); err == nil {
 			w.logf("service %s ready", s.Name)
 			return nil
 		}
 		if exited, _ := p.Exited(); exited {
-			return &SetupError{Step: "service " + s.Name, Err: p.ExitError()}
+			return &SetupError{Step: step, Err: p.ExitError()}
 		}
 		if time.Now().After(deadline) {
-			return &SetupError{Step: "service " + s.Name, Err: fmt.Errorf("%s did not appear within %s; last log lines:\n%s", ready, serviceReadyTimeout, p.Tail(10))}
+			return &SetupError{Step: step, Err: fmt.Errorf("%s did not appear within %s (timeouts.%s); last log lines:\n%s", ready, timeout, profile.ServiceReady, p.Tail(10))}
 		}
 		select {
 		case <-ctx.Done():
@@ -244,12 +273,18 @@ func (w *world) startDriver(ctx context.Context) error {
 	if d == nil {
 		return nil
 	}
-	command := w.expander.ExpandAll(d.Command)
+	command, err := w.expander.ExpandAll(d.Command)
+	if err != nil {
+		return &SetupError{Step: "cloud driver", Err: fmt.Errorf("command: %w", err)}
+	}
 	command[0] = w.profile.ResolvePath(command[0])
-	var err error
+	env, err := w.expander.Environ(d.Env)
+	if err != nil {
+		return &SetupError{Step: "cloud driver", Err: err}
+	}
 	w.driver, err = clouddriver.New(ctx, clouddriver.Options{
 		Command:     command,
-		Env:         w.expander.Environ(d.Env),
+		Env:         env,
 		CallTimeout: w.profile.Timeout(profile.CloudDriverCall),
 	})
 	if err != nil {
@@ -269,7 +304,7 @@ func (w *world) startCCM(ctx context.Context) error {
 		w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
 		return nil
 	}
-	p, err := w.startCCMInstance(ctx, "", nil)
+	p, err := w.startCCMInstance(ctx, "", w.ccmExpander, nil)
 	if err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
@@ -279,18 +314,35 @@ func (w *world) startCCM(ctx context.Context) error {
 }
 
 // startCCMInstance starts an instance of the profile's CCM with extraArgs
-// appended and waits until it is healthy. The main instance has name "".
-func (w *world) startCCMInstance(ctx context.Context, name string, extraArgs []string) (*ccm.Process, error) {
+// appended and waits until it is healthy. The main instance has name ""
+// and expander w.ccmExpander (${INSTANCE} 0); each extra one an expander of
+// its own, so that its ${INSTANCE} and ports differ.
+func (w *world) startCCMInstance(ctx context.Context, name string, e *profile.Expander, extraArgs []string) (*ccm.Process, error) {
 	b := w.profile.CCM.Binary
 	logName, label := "ccm.log", "ccm"
 	if name != "" {
 		logName, label = "ccm-"+name+".log", "ccm "+name
 	}
+	path, err := e.Expand(b.Path)
+	if err != nil {
+		return nil, fmt.Errorf("ccm.binary.path: %w", err)
+	}
+	args, err := e.ExpandAll(b.Args)
+	if err != nil {
+		return nil, fmt.Errorf("ccm.binary.args: %w", err)
+	}
+	env, err := e.Environ(b.Env)
+	if err != nil {
+		return nil, fmt.Errorf("ccm.binary.env: %w", err)
+	}
+	if e.Instance() == 0 {
+		w.info.CCMEnv = profile.EnvNames(env)
+	}
 	p, err := ccm.StartBinary(ccm.BinaryOptions{
 		Name:       label,
-		Path:       w.profile.ResolvePath(w.expander.Expand(b.Path)),
-		Args:       append(w.expander.ExpandAll(b.Args), extraArgs...),
-		Env:        w.expander.Environ(b.Env),
+		Path:       w.profile.ResolvePath(path),
+		Args:       append(args, extraArgs...),
+		Env:        env,
 		Kubeconfig: w.cluster.Kubeconfig(),
 		LogPath:    filepath.Join(w.logDir, logName),
 	})
@@ -331,7 +383,8 @@ func (c ccmInstances) Start(ctx context.Context, name string, extraArgs []string
 	if name == "" {
 		return nil, errors.New("an extra CCM instance needs a name")
 	}
-	p, err := c.w.startCCMInstance(ctx, name, extraArgs)
+	c.w.lastInstance++
+	p, err := c.w.startCCMInstance(ctx, name, c.w.expander.ForInstance(c.w.lastInstance), extraArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +398,7 @@ func (c ccmInstances) StopMain(ctx context.Context) (func(context.Context) error
 	}
 	c.w.logf("stopped the main CCM for a spec")
 	return func(ctx context.Context) error {
-		p, err := c.w.startCCMInstance(ctx, "", nil)
+		p, err := c.w.startCCMInstance(ctx, "", c.w.ccmExpander, nil)
 		if err != nil {
 			return err
 		}
@@ -359,8 +412,11 @@ func (c ccmInstances) StopMain(ctx context.Context) (func(context.Context) error
 // registerNodes creates the profile's simulated machines: one cloud
 // instance each, and a kubelet that registers it.
 func (w *world) registerNodes(ctx context.Context, sim cluster.NodeSimulator) error {
-	if w.driver == nil || !w.driver.Supports(clouddriver.VerbInstanceCreate) || !w.driver.Supports(clouddriver.VerbInstanceDelete) {
-		return &InputError{fmt.Errorf("profile %s: the %s backend simulates its nodes and needs a cloud driver that implements \"instance create\" and \"instance delete\"", w.profile.Path, w.backend.Name())}
+	// CheckProfile refused a driver without these before anything started;
+	// this holds should its second handshake answer otherwise.
+	if missing := missingVerbs(w.driverInfo(), machineVerbs); len(missing) > 0 {
+		return &InputError{fmt.Errorf("profile %s: cloudDriver: the %s backend simulates its nodes and needs a cloud driver that implements %s; %s",
+			w.profile.Path, w.backend.Name(), quoteVerbs(machineVerbs), driverLacks(w.driverInfo(), missing))}
 	}
 	if err := w.removeLeftoverNodes(ctx); err != nil {
 		return &SetupError{Step: "simulated nodes", Err: err}
@@ -405,6 +461,14 @@ func (w *world) registerNodes(ctx context.Context, sim cluster.NodeSimulator) er
 	}
 	w.logf("registered %d simulated nodes (%s)", len(names), strings.Join(w.profile.Cluster.IPFamilies, ","))
 	return nil
+}
+
+func (w *world) driverInfo() *clouddriver.Info {
+	if w.driver == nil {
+		return nil
+	}
+	info := w.driver.Info()
+	return &info
 }
 
 // removeLeftoverNodes deletes simulated Nodes an earlier run on the same
@@ -471,4 +535,20 @@ func runDirBase() string {
 		}
 	}
 	return base
+}
+
+// GitCommit returns commit if it is a git commit hash (40 hexadecimal
+// digits), else "": a build without git stamping reports the unexpanded
+// "$Format:%H$" or nothing, and no placeholder may reach the results.
+func GitCommit(commit string) string {
+	commit = strings.TrimSpace(commit)
+	if len(commit) != 40 {
+		return ""
+	}
+	for _, r := range commit {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return ""
+		}
+	}
+	return strings.ToLower(commit)
 }

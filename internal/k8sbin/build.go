@@ -81,11 +81,11 @@ func build(ctx context.Context, req Request, path string) (string, error) {
 	}
 	defer os.RemoveAll(modDir)
 
-	goMod, ldflags, err := prepareModule(ctx, req, modDir)
+	prepared, err := prepareModule(ctx, req, modDir)
 	if err != nil {
 		return "", fmt.Errorf("preparing the build of %s %s: %w", req.Name, req.Version, err)
 	}
-	if err := os.WriteFile(filepath.Join(modDir, "go.mod"), goMod, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(modDir, "go.mod"), prepared.goMod, 0o644); err != nil {
 		return "", fmt.Errorf("preparing the build of %s %s: %w", req.Name, req.Version, err)
 	}
 
@@ -98,7 +98,7 @@ func build(ctx context.Context, req Request, path string) (string, error) {
 	defer os.Remove(tmpPath) // a no-op once renamed
 
 	start := time.Now()
-	args := []string{"build", "-v", "-trimpath", "-ldflags", ldflags, "-o", tmpPath, mainPackage(req.Name)}
+	args := []string{"build", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o", tmpPath, mainPackage(req.Name)}
 	compiled, err := runGo(ctx, req, modDir, buildEnv(), args, func(compiled int) {
 		fmt.Fprintf(req.Progress, "building %s %s: %d packages compiled, %s elapsed\n",
 			req.Name, req.Version, compiled, time.Since(start).Round(time.Second))
@@ -108,6 +108,13 @@ func build(ctx context.Context, req Request, path string) (string, error) {
 	}
 	if err := os.Chmod(tmpPath, 0o755); err != nil {
 		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+	}
+	if prepared.info != nil {
+		// Written before the binary lands, so that a cached binary built
+		// here always has it.
+		if err := writeBuildInfo(path, *prepared.info); err != nil {
+			return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+		}
 	}
 	if err := os.Rename(tmpPath, path); err != nil {
 		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
@@ -145,11 +152,36 @@ type moduleInfo struct {
 	Error   string
 	Info    string // path of the .info file
 	GoMod   string // path of the go.mod file
+	// Origin is where the proxy got the module from, when it says (not
+	// every proxy does, nor for every module).
+	Origin *struct {
+		VCS  string
+		URL  string
+		Hash string // the commit
+		Ref  string // the tag, refs/tags/<version>
+	}
+}
+
+// commit is the git commit the proxy reports for the module, or "".
+func (m moduleInfo) commit() string {
+	if m.Origin == nil || m.Origin.VCS != "git" || !isCommitHash(m.Origin.Hash) {
+		return ""
+	}
+	return m.Origin.Hash
+}
+
+// preparedModule is what a build needs besides the package: the go.mod of
+// the module that builds it, the linker flags, and the BuildInfo to keep.
+type preparedModule struct {
+	goMod   []byte
+	ldflags string
+	info    *BuildInfo // nil for binaries whose commit is not recorded (etcd)
 }
 
 // prepareModule downloads the module to build and returns the go.mod of the
-// module that builds it and the linker flags.
-func prepareModule(ctx context.Context, req Request, modDir string) ([]byte, string, error) {
+// module that builds it, the linker flags and, for Kubernetes, the
+// BuildInfo of the build.
+func prepareModule(ctx context.Context, req Request, modDir string) (preparedModule, error) {
 	module := etcdServerModule
 	if req.Name != Etcd {
 		module = kubernetesModule
@@ -157,33 +189,40 @@ func prepareModule(ctx context.Context, req Request, modDir string) ([]byte, str
 	// A bare go.mod makes modDir the main module, whatever lies above it.
 	stub := []byte("module ccm-conformance.local/build/download\n")
 	if err := os.WriteFile(filepath.Join(modDir, "go.mod"), stub, 0o644); err != nil {
-		return nil, "", err
+		return preparedModule{}, err
 	}
 	info, err := downloadModule(ctx, req, modDir, module+"@"+req.Version)
 	if err != nil {
-		return nil, "", err
+		return preparedModule{}, err
 	}
 	upstream, err := os.ReadFile(info.GoMod)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the go.mod of %s@%s: %w", module, req.Version, err)
+		return preparedModule{}, fmt.Errorf("reading the go.mod of %s@%s: %w", module, req.Version, err)
 	}
 	if req.Name == Etcd {
 		goMod, err := EtcdGoMod(upstream, req.Version)
-		return goMod, "", err
+		return preparedModule{goMod: goMod}, err
 	}
 	goMod, err := KubernetesGoMod(upstream, req.Version)
 	if err != nil {
-		return nil, "", err
+		return preparedModule{}, err
 	}
 	v, _ := parseKubernetesVersion(req.Version) // validated by withDefaults
-	return goMod, kubernetesLDFlags(v, releaseTime(info.Info)), nil
+	commit := info.commit()
+	return preparedModule{
+		goMod:   goMod,
+		ldflags: kubernetesLDFlags(v, releaseTime(info.Info), commit),
+		info:    &BuildInfo{Module: kubernetesModule, Version: req.Version, Commit: commit, Stamped: commit != ""},
+	}, nil
 }
 
-func downloadModule(ctx context.Context, req Request, dir, modVersion string) (moduleInfo, error) {
+// downloadModule runs `go mod download -json` in dir, with env added to
+// the build's environment.
+func downloadModule(ctx context.Context, req Request, dir, modVersion string, env ...string) (moduleInfo, error) {
 	var out strings.Builder
 	cmd := exec.CommandContext(ctx, req.Go, "mod", "download", "-json", modVersion)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), buildEnv()...)
+	cmd.Env = append(append(os.Environ(), buildEnv()...), env...)
 	cmd.Stdout = &out
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -219,8 +258,10 @@ func releaseTime(infoPath string) string {
 // kubernetesLDFlags returns the -X flags that make a binary report its
 // release, as Kubernetes's own build does (hack/lib/version.sh). buildDate
 // is the release's time on the module proxy, which keeps builds
-// reproducible; the git commit is not known and left unset.
-func kubernetesLDFlags(v kubernetesVersion, buildDate string) string {
+// reproducible; commit is the release's git commit as the proxy reports
+// it, left unset when it does not (the binary then reports none, never a
+// placeholder the harness would record).
+func kubernetesLDFlags(v kubernetesVersion, buildDate, commit string) string {
 	var flags []string
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 		flags = append(flags,
@@ -231,6 +272,9 @@ func kubernetesLDFlags(v kubernetesVersion, buildDate string) string {
 		)
 		if buildDate != "" {
 			flags = append(flags, "-X "+pkg+".buildDate="+buildDate)
+		}
+		if commit != "" {
+			flags = append(flags, "-X "+pkg+".gitCommit="+commit)
 		}
 	}
 	return strings.Join(flags, " ")

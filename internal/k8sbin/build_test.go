@@ -47,11 +47,13 @@ mod)
     printf '{"Path":"%%s","Version":"%%s","Error":"%%s@%%s: invalid version: unknown revision %%s"}\n' "$mod" "$ver" "$mod" "$ver" "$ver"
     exit 1 ;;
   esac
+  echo "env GOPROXY=$GOPROXY" >> "$log"
+  origin=""
   case "$mod" in
-  k8s.io/kubernetes) gomod=%q ;;
+  k8s.io/kubernetes) gomod=%q; origin=',"Origin":{"VCS":"git","URL":"https://github.com/kubernetes/kubernetes","Hash":"%s","Ref":"refs/tags/'$ver'"}' ;;
   *) gomod=%q ;;
   esac
-  printf '{"Path":"%%s","Version":"%%s","Info":"%%s","GoMod":"%%s"}\n' "$mod" "$ver" %q "$gomod"
+  printf '{"Path":"%%s","Version":"%%s","Info":"%%s","GoMod":"%%s"%%s}\n' "$mod" "$ver" %q "$gomod" "$origin"
   ;;
 build)
   echo "env CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS" >> "$log"
@@ -68,13 +70,16 @@ build)
   printf '#!/bin/sh\necho built\n' > "$out"
   ;;
 esac
-`, logPath, filepath.Join(testdata, "valid-kubernetes.mod"), filepath.Join(testdata, "valid-etcd.mod"), info, failing)
+`, logPath, filepath.Join(testdata, "valid-kubernetes.mod"), fakeCommit, filepath.Join(testdata, "valid-etcd.mod"), info, failing)
 	goPath = filepath.Join(dir, "go")
 	if err := os.WriteFile(goPath, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return goPath, logPath
 }
+
+// fakeCommit is the commit fakeGo's module proxy reports for k8s.io/kubernetes.
+const fakeCommit = "5e0d4c3b2a19f8e7d6c5b4a39281706f5e4d3c2b"
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
 type syncBuffer struct {
@@ -138,6 +143,8 @@ func TestEnsureBuildsOnceForConcurrentCallers(t *testing.T) {
 		"go build -v -trimpath -ldflags ",
 		"-X k8s.io/component-base/version.gitVersion=v1.37.2",
 		"-X k8s.io/client-go/pkg/version.buildDate=2026-10-27T12:01:04Z",
+		"-X k8s.io/component-base/version.gitCommit=" + fakeCommit,
+		"-X k8s.io/client-go/pkg/version.gitCommit=" + fakeCommit,
 		" k8s.io/kubernetes/cmd/kube-apiserver\n",
 		"env CGO_ENABLED=0 GOFLAGS=-mod=mod\n",
 		"require k8s.io/kubernetes v1.37.2\n",
@@ -160,7 +167,13 @@ func TestEnsureBuildsOnceForConcurrentCallers(t *testing.T) {
 		}
 	}
 
-	// Nothing but the binary and its lock file is left in the cache.
+	bi, err := ReadBuildInfo(want)
+	if err != nil || bi != (BuildInfo{Module: "k8s.io/kubernetes", Version: "v1.37.2", Commit: fakeCommit, Stamped: true}) {
+		t.Errorf("ReadBuildInfo = %+v, %v; want the stamped commit", bi, err)
+	}
+
+	// Nothing but the binary, its build info and its lock file is left in
+	// the cache.
 	entries, err := os.ReadDir(filepath.Dir(want))
 	if err != nil {
 		t.Fatal(err)
@@ -169,8 +182,8 @@ func TestEnsureBuildsOnceForConcurrentCallers(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != "kube-apiserver,kube-apiserver.lock" {
-		t.Errorf("cache holds %v, want the binary and its lock file only", names)
+	if strings.Join(names, ",") != "kube-apiserver,kube-apiserver.build.json,kube-apiserver.lock" {
+		t.Errorf("cache holds %v, want the binary, its build info and its lock file only", names)
 	}
 
 	// A later call finds the binary without running go.
@@ -283,5 +296,56 @@ func TestEnsureWaitsForAnotherHolderOfTheLock(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Ensure did not take the released lock")
+	}
+}
+
+// A binary cached before builds recorded their commit gets its build info
+// from the module cache on the next Ensure, without a build; without a go
+// command it stays without one, and Ensure still succeeds.
+func TestEnsureRecordsTheCommitOfAnUnstampedCachedBinary(t *testing.T) {
+	cache := t.TempDir()
+	binary := filepath.Join(cache, "bin", "kubernetes-v1.37.2", KubeControllerManager)
+	if err := os.MkdirAll(filepath.Dir(binary), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(binary, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Name: KubeControllerManager, Version: "v1.37.2", CacheDir: cache, Getenv: env(nil)}
+
+	req.Go = filepath.Join(t.TempDir(), "no-go-here")
+	if path, err := Ensure(context.Background(), req); err != nil || path != binary {
+		t.Fatalf("Ensure without a go command = %q, %v", path, err)
+	}
+	if _, err := ReadBuildInfo(binary); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadBuildInfo after a failed lookup = %v, want not exist", err)
+	}
+
+	goPath, logPath := fakeGo(t, false)
+	req.Go = goPath
+	if path, err := Ensure(context.Background(), req); err != nil || path != binary {
+		t.Fatalf("Ensure = %q, %v", path, err)
+	}
+	bi, err := ReadBuildInfo(binary)
+	if err != nil || bi.Commit != fakeCommit || bi.Stamped {
+		t.Errorf("ReadBuildInfo = %+v, %v; want the commit, not stamped", bi, err)
+	}
+	calls, _ := os.ReadFile(logPath)
+	if strings.Contains(string(calls), "go build") || !strings.Contains(string(calls), "env GOPROXY=off") {
+		t.Errorf("the lookup must only read the module cache, never build:\n%s", calls)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(binary), ".*"))
+	if len(leftovers) > 0 {
+		t.Errorf("the lookup left %v", leftovers)
+	}
+}
+
+func TestReadBuildInfoDropsPlaceholders(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "kube-apiserver")
+	if err := os.WriteFile(BuildInfoPath(binary), []byte(`{"module":"k8s.io/kubernetes","version":"v1.37.2","commit":"$Format:%H$"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if bi, err := ReadBuildInfo(binary); err != nil || bi.Commit != "" {
+		t.Errorf("ReadBuildInfo = %+v, %v; want no commit", bi, err)
 	}
 }

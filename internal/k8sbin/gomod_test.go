@@ -81,7 +81,8 @@ func TestKubernetesLDFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := kubernetesLDFlags(v, "2026-10-27T12:01:04Z")
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	got := kubernetesLDFlags(v, "2026-10-27T12:01:04Z", commit)
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 		for _, want := range []string{
 			"-X " + pkg + ".gitVersion=v1.37.2",
@@ -89,13 +90,14 @@ func TestKubernetesLDFlags(t *testing.T) {
 			"-X " + pkg + ".gitMinor=37",
 			"-X " + pkg + ".gitTreeState=clean",
 			"-X " + pkg + ".buildDate=2026-10-27T12:01:04Z",
+			"-X " + pkg + ".gitCommit=" + commit,
 		} {
 			if !strings.Contains(got, want) {
 				t.Errorf("ldflags %q lack %q", got, want)
 			}
 		}
 	}
-	if got := kubernetesLDFlags(v, ""); strings.Contains(got, "buildDate") {
-		t.Errorf("ldflags without a known release time set buildDate: %q", got)
+	if got := kubernetesLDFlags(v, "", ""); strings.Contains(got, "buildDate") || strings.Contains(got, "gitCommit") {
+		t.Errorf("ldflags without a known release time and commit set buildDate or gitCommit: %q", got)
 	}
 }

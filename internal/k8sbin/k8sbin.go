@@ -124,6 +124,8 @@ func Ensure(ctx context.Context, req Request) (string, error) {
 		return "", err
 	}
 	if isFile(path) {
+		// Cached before builds recorded their commit: record it now.
+		recordBuildInfo(ctx, req, path)
 		return path, nil
 	}
 	return build(ctx, req, path)

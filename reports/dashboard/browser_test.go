@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 )
 
 // chromiumPath finds Debian's chromium: $CHROMIUM, else chromium on PATH.
@@ -31,10 +34,10 @@ func chromiumPath() string {
 // _artifacts/dashboard at the repository's root.
 func artifactsDir(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("ARTIFACTS")
+	base := os.Getenv(rundir.EnvArtifacts)
 	if base == "" {
 		_, file, _, _ := runtime.Caller(0)
-		base = filepath.Join(filepath.Dir(file), "..", "..", "_artifacts")
+		base = filepath.Join(filepath.Dir(file), "..", "..", runner.DefaultArtifactsDir)
 	}
 	dir := filepath.Join(base, "dashboard")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -9,10 +9,13 @@ import (
 	"time"
 )
 
-// latencyTitles name the latencies the suites record.
+// latencyTitles name the latencies the suites record and the harness's
+// own timings of a run.
 var latencyTitles = map[string]string{
 	"load-balancer-ready": "Time to load-balancer ready",
 	"node-initialized":    "Time to node initialized",
+	SetupTiming:           "Setup time (the slowest world)",
+	ObservationLagP99:     "Observation lag of watched waits, p99",
 }
 
 // Geometry of a chart, in SVG user units.
@@ -28,8 +31,8 @@ const (
 	chartPalette = 8
 )
 
-// Chart is one latency across runs: a line per provider, x the run's
-// start, y the latency.
+// Chart is one latency (or harness timing) across runs: a line per
+// provider, x the run's start, y the latency.
 type Chart struct {
 	Name   string
 	Title  string
@@ -80,13 +83,23 @@ func buildCharts(rows []*Row) []*Chart {
 			for _, l := range r.Latencies {
 				byName[l.Name] = append(byName[l.Name], sample{row.Provider, r, l.Seconds})
 			}
+			for _, l := range r.Timings {
+				byName[l.Name] = append(byName[l.Name], sample{row.Provider, r, l.Seconds})
+			}
 		}
 	}
-	names := make([]string, 0, len(byName))
+	// The suites' latencies first, by name, then the harness's timings.
+	var names, harness []string
 	for n := range byName {
+		if n == SetupTiming || n == ObservationLagP99 {
+			harness = append(harness, n)
+			continue
+		}
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	sort.Strings(harness)
+	names = append(names, harness...)
 	colors := map[string]string{}
 	for i, row := range rows {
 		colors[row.Provider] = "c" + strconv.Itoa(i%chartPalette)

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -86,11 +87,14 @@ type Cell struct {
 	Reason string
 	// IsLKG marks the cell that holds the provider's last-known-good pair.
 	IsLKG bool
-	// Pair is the version's newest judged pair, if any.
+	// Pair is the pair Status comes from (lkg.ProviderCheck.Pair): the
+	// version's green pair if it has one, else its newest judged pair;
+	// nil when no run of the version was judged.
 	Pair *lkg.PairStatus
 	// Runs counts the provider's runs of the version, judged or not.
 	Runs int
-	// Link is the newest run page of the version, relative to the root.
+	// Link is the page of Pair's newest run, or, without a Pair, of the
+	// version's newest run; relative to the root.
 	Link string
 }
 
@@ -113,6 +117,11 @@ type RunPage struct {
 	// Latencies are the run's named latencies in seconds (the largest when
 	// several specs recorded one name).
 	Latencies []Latency
+	// Timings are what the run's timings say of the harness itself, in
+	// seconds: SetupTiming (the slowest world's setup) and
+	// ObservationLagP99 (the 99th percentile of its watched waits'
+	// observation lags), each when the run recorded it.
+	Timings []Latency
 	// Page is the page's path, relative to the dashboard's root.
 	Page string
 }
@@ -215,31 +224,77 @@ func newRunPage(r *store.Run, v lkg.RunVerdict, t *prow.Timings) *RunPage {
 			p.Latencies = append(p.Latencies, Latency{Name: name, Seconds: secs})
 		}
 		sort.Slice(p.Latencies, func(i, j int) bool { return p.Latencies[i].Name < p.Latencies[j].Name })
+		p.Timings = harnessTimings(t)
 	}
 	return p
 }
 
+// Names of the harness's own timings of a run, charted beside the
+// latencies.
+const (
+	SetupTiming       = "setup"
+	ObservationLagP99 = "observation-lag-p99"
+)
+
+// harnessTimings are a run's setup time (that of its slowest world: the
+// worlds of a run over lanes are set up side by side) and the 99th
+// percentile of its observation lags.
+func harnessTimings(t *prow.Timings) []Latency {
+	var out []Latency
+	if len(t.Setup) > 0 {
+		perWorld := map[string]float64{}
+		for _, s := range t.Setup {
+			perWorld[s.World] += s.Seconds
+		}
+		slowest := 0.0
+		for _, secs := range perWorld {
+			slowest = math.Max(slowest, secs)
+		}
+		out = append(out, Latency{Name: SetupTiming, Seconds: slowest})
+	}
+	var lags []float64
+	for _, s := range t.Specs {
+		lags = append(lags, s.ObservationLagsSeconds...)
+	}
+	if len(lags) > 0 {
+		out = append(out, Latency{Name: ObservationLagP99, Seconds: percentile(lags, 0.99)})
+	}
+	return out
+}
+
+// percentile is the nearest-rank q-quantile of vs (0 < q <= 1).
+func percentile(vs []float64, q float64) float64 {
+	sorted := append([]float64(nil), vs...)
+	sort.Float64s(sorted)
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
 // newCell asks the rules what `lkg check` would say of the provider for
 // the version, so the matrix and the command always agree.
+//
+// The cell's counts and link come from the pair its status comes from, so
+// a green cell never shows the counts of, or links to, a newer pair that
+// failed.
 func newCell(rep *lkg.Report, ps *lkg.ProviderStatus, runs []*RunPage, version string) *Cell {
 	check := rep.Check(version, []string{ps.Provider}).Providers[0]
-	c := &Cell{Provider: ps.Provider, Version: version, Status: check.Status, Reason: check.Reason}
+	c := &Cell{Provider: ps.Provider, Version: version, Status: check.Status, Reason: check.Reason, Pair: check.Pair}
 	c.IsLKG = ps.LKG != nil && ps.LKG.KubernetesVersion == version
-	for i := range ps.Pairs {
-		if ps.Pairs[i].KubernetesVersion == version {
-			p := ps.Pairs[i]
-			c.Pair = &p
-			break
-		}
-	}
+	newest := ""
 	for _, r := range runs { // newest first
 		if r.KubernetesVersion != version {
 			continue
 		}
-		if c.Link == "" {
+		if newest == "" {
+			newest = r.Page
+		}
+		if c.Pair != nil && c.Link == "" && r.ID == c.Pair.LastBuild {
 			c.Link = r.Page
 		}
 		c.Runs++
+	}
+	if c.Link == "" {
+		c.Link = newest
 	}
 	return c
 }

@@ -121,8 +121,12 @@ func TestPagesAreSelfContained(t *testing.T) {
 			}
 		}
 	}
-	if len(m.Charts) != 2 || m.Charts[0].Name != "load-balancer-ready" || m.Charts[1].Name != "node-initialized" {
-		t.Fatalf("charts %v, want load-balancer-ready and node-initialized", m.Charts)
+	var charts []string
+	for _, c := range m.Charts {
+		charts = append(charts, c.Name)
+	}
+	if got, want := strings.Join(charts, " "), "load-balancer-ready node-initialized observation-lag-p99 setup"; got != want {
+		t.Fatalf("charts %s, want %s", got, want)
 	}
 	lb := m.Charts[0]
 	if len(lb.Series) != 4 {

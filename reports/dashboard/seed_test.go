@@ -9,6 +9,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
@@ -61,9 +62,15 @@ func seedStore(t testing.TB) seeded {
 		return storetest.Publish(t, st, storetest.Run{
 			Provider: provider, KubernetesVersion: version, KubernetesCommit: "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", CCMDigest: digest,
 			Started: now.Add(-ago), Duration: 2 * time.Minute,
+			// Two lanes, set up side by side; the setup scales with the
+			// node's initialization, so the chart's lines differ.
+			Worlds: []runner.WorldInfo{
+				{Name: "lane-1", Phases: []runner.Phase{{Name: "cluster", Duration: 7 * time.Second}, {Name: "ccm", Duration: 10 * nodeInit}}},
+				{Name: "lane-2", Phases: []runner.Phase{{Name: "cluster", Duration: 6 * time.Second}, {Name: "ccm", Duration: 12 * nodeInit}}},
+			},
 			Specs: []storetest.Spec{
 				{Suite: "nodeaddress", Text: "initializes a node that joins while the CCM runs", Labels: []string{"InstancesV2", lkg.ReleaseBlockingLabel},
-					Latencies: map[string]time.Duration{"node-initialized": nodeInit}},
+					Latencies: map[string]time.Duration{"node-initialized": nodeInit}, ObservationLags: []time.Duration{nodeInit / 50, nodeInit / 100}},
 				{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}, State: state, Failure: failure,
 					Latencies: map[string]time.Duration{"load-balancer-ready": lbReady}},
 				{Suite: "routes", Text: "programs routes", Labels: []string{"Routes"}, State: types.SpecStateSkipped},

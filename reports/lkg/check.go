@@ -37,6 +37,10 @@ type ProviderCheck struct {
 	Reason string `json:"reason"`
 	// LKG is the provider's newest green pair for the version, if any.
 	LKG *PairStatus `json:"lkg,omitempty"`
+	// Pair is the pair Status comes from: the LKG when there is one (also
+	// for a stale provider), else the version's newest pair; nil when the
+	// version has no judged pair.
+	Pair *PairStatus `json:"pair,omitempty"`
 	// LastRun is when the provider's newest run (any version) finished.
 	LastRun *time.Time `json:"lastRun,omitempty"`
 }
@@ -108,6 +112,13 @@ func (r *Report) checkOne(version, name string) ProviderCheck {
 			break
 		}
 	}
+	switch {
+	case c.LKG != nil:
+		c.Pair = c.LKG
+	case len(forVersion) > 0:
+		newest := forVersion[0]
+		c.Pair = &newest
+	}
 	age := fmt.Sprintf("%.0fh", r.GeneratedAt.Sub(ps.LastRun).Hours())
 	switch {
 	case len(forVersion) == 0:
@@ -137,6 +148,9 @@ func (r *Report) checkOne(version, name string) ProviderCheck {
 		}
 		if len(newest.FailedSpecs) > 0 {
 			c.Reason += "; failing: " + strings.Join(newest.FailedSpecs, "; ")
+		}
+		if newest.HarnessFailures > 0 {
+			c.Reason += fmt.Sprintf("; %d run(s) failed with a harness error: %s", newest.HarnessFailures, strings.Join(newest.HarnessErrors, "; "))
 		}
 	}
 	return c

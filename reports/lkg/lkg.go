@@ -100,6 +100,9 @@ type RunVerdict struct {
 	Reason string `json:"reason,omitempty"`
 	// Failed lists the failing release-blocking specs.
 	Failed []string `json:"failed,omitempty"`
+	// HarnessError is the first line of the harness's error when it failed
+	// the run.
+	HarnessError string `json:"harnessError,omitempty"`
 }
 
 // Judge gives a run's verdict. The release-blocking specs are those
@@ -141,8 +144,13 @@ func Judge(r *store.Run) RunVerdict {
 		}
 	}
 	switch {
+	case r.Specs.HarnessErrorClass == prow.HarnessErrorDriver:
+		// The cloud driver broke its protocol: the run says nothing about
+		// the CCM, so it counts against neither side of the pair.
+		v.Verdict, v.Reason = VerdictNone, "cloud driver failed: "+firstLine(r.Specs.HarnessError)
 	case r.Specs.HarnessError != "" && !r.Specs.Interrupted:
-		v.Verdict, v.Reason = VerdictFail, "harness error: "+firstLine(r.Specs.HarnessError)
+		v.HarnessError = firstLine(r.Specs.HarnessError)
+		v.Verdict, v.Reason = VerdictFail, "harness error: "+v.HarnessError
 	case len(v.Failed) > 0:
 		v.Verdict, v.Reason = VerdictFail, fmt.Sprintf("%d release-blocking spec(s) failed: %s", len(v.Failed), strings.Join(v.Failed, "; "))
 	case r.Specs.Interrupted:
@@ -195,12 +203,19 @@ type PairStatus struct {
 	Passes   int       `json:"passes"`
 	Failures int       `json:"failures"`
 	// Streak is the longest run of consecutive passes.
-	Streak    int       `json:"streak"`
+	Streak int `json:"streak"`
+	// FirstRun and LastRun are when the pair's first and newest runs (by
+	// start) finished: a run's time, wherever the rules show one, is its
+	// finish. LastBuild is the newest run's build.
 	FirstRun  time.Time `json:"firstRun"`
 	LastRun   time.Time `json:"lastRun"`
 	LastBuild string    `json:"lastBuild"`
 	// FailedSpecs are the release-blocking specs that failed in any run.
 	FailedSpecs []string `json:"failedSpecs,omitempty"`
+	// HarnessFailures counts the runs the harness failed (a setup step,
+	// teardown), and HarnessErrors are their distinct errors' first lines.
+	HarnessFailures int      `json:"harnessFailures,omitempty"`
+	HarnessErrors   []string `json:"harnessErrors,omitempty"`
 }
 
 // ProviderStatus is one provider under the rules.
@@ -296,11 +311,11 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 			}
 			p := pairs[v.Pair]
 			if p == nil {
-				p = &PairStatus{Pair: v.Pair, FirstRun: r.Started}
+				p = &PairStatus{Pair: v.Pair, FirstRun: r.Finished}
 				pairs[v.Pair] = p
 			}
 			p.Runs++
-			p.LastRun, p.LastBuild = r.Started, r.ID
+			p.LastRun, p.LastBuild = r.Finished, r.ID
 			if v.Verdict == VerdictPass {
 				p.Passes++
 				current[v.Pair]++
@@ -313,6 +328,12 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 				for _, f := range v.Failed {
 					if !contains(p.FailedSpecs, f) {
 						p.FailedSpecs = append(p.FailedSpecs, f)
+					}
+				}
+				if v.HarnessError != "" {
+					p.HarnessFailures++
+					if !contains(p.HarnessErrors, v.HarnessError) {
+						p.HarnessErrors = append(p.HarnessErrors, v.HarnessError)
 					}
 				}
 			}

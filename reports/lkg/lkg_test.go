@@ -48,6 +48,12 @@ func (s *seq) run(provider string, pair Pair, ago time.Duration, outcome string)
 		r.Result = prow.ResultFailure
 		r.Specs.Specs = nil
 		r.Specs.HarnessError = "local cluster: etcd did not start"
+	case "driver":
+		// The cloud driver broke its protocol: the spec failed for it.
+		r.Result = prow.ResultFailure
+		r.Specs.Specs[0].State = "failed"
+		r.Specs.HarnessError = `cloud driver d broke the protocol in 1 spec(s): "instance get" answered with invalid JSON`
+		r.Specs.HarnessErrorClass = prow.HarnessErrorDriver
 	case "abort":
 		r.Result = prow.ResultAborted
 		r.Specs.Interrupted = true
@@ -79,6 +85,7 @@ func TestJudge(t *testing.T) {
 		{"release-blocking spec failed", s.run("p", k37a, time.Hour, "fail"), VerdictFail, "[nodeaddress] initializes nodes"},
 		{"harness error", s.run("p", k37a, time.Hour, "harness"), VerdictFail, "etcd did not start"},
 		{"interrupted", s.run("p", k37a, time.Hour, "abort"), VerdictNone, "interrupted"},
+		{"the cloud driver broke its protocol", s.run("p", k37a, time.Hour, "driver"), VerdictNone, "cloud driver failed: cloud driver d broke the protocol"},
 		{"no specs.json", s.run("p", k37a, time.Hour, "nospecs"), VerdictNone, "specs.json"},
 		{"no label: every spec is release-blocking", unlabelled, VerdictFail, "[loadbalancer] keeps the source IP"},
 		{"failed BeforeSuite", beforeSuite, VerdictFail, "[BeforeSuite]"},
@@ -119,6 +126,12 @@ func TestEvaluate(t *testing.T) {
 			name:      "passes and a failure are flaky, never LKG",
 			runs:      []*store.Run{s.run("p", k37a, 5*h, "pass"), s.run("p", k37a, 4*h, "pass"), s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, 2*h, "fail")},
 			wantPairs: map[Pair]PairState{k37a: PairFlaky},
+		},
+		{
+			name:      "a run the cloud driver failed counts against neither side",
+			runs:      []*store.Run{s.run("p", k37a, 4*h, "pass"), s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, 2*h, "driver"), s.run("p", k37a, h, "pass")},
+			wantPairs: map[Pair]PairState{k37a: PairGreen},
+			wantLKG:   &k37a,
 		},
 		{
 			name:      "failures only are red",
@@ -304,5 +317,110 @@ func TestRepublishedRunCountsOnce(t *testing.T) {
 	}
 	if dups != 2 {
 		t.Errorf("problems = %+v, want two republications reported", rep.Problems)
+	}
+}
+
+// A failing run that the harness failed is named in the reason of the
+// pair it made flaky or red, as failing specs are.
+func TestCheckReasonNamesHarnessErrors(t *testing.T) {
+	var s seq
+	h := time.Hour
+	runs := []*store.Run{
+		s.run("flaky", k37a, 4*h, "pass"), s.run("flaky", k37a, 3*h, "harness"), s.run("flaky", k37a, 2*h, "pass"),
+		s.run("mixed", k37a, 4*h, "pass"), s.run("mixed", k37a, 3*h, "fail"), s.run("mixed", k37a, 2*h, "harness"),
+		s.run("red", k37a, 2*h, "harness"), s.run("red", k37a, h, "harness"),
+	}
+	rep := Evaluate(&store.Snapshot{Runs: runs}, Config{Now: func() time.Time { return now }})
+	tests := []struct {
+		provider string
+		want     Status
+		reason   []string
+	}{
+		{"flaky", StatusFlaky, []string{"passed 2 and failed 1 of 3 runs", "1 run(s) failed with a harness error: local cluster: etcd did not start"}},
+		{"mixed", StatusFlaky, []string{"failing: [nodeaddress] initializes nodes", "1 run(s) failed with a harness error: local cluster: etcd did not start"}},
+		{"red", StatusRed, []string{"failed 2 of 2 runs", "2 run(s) failed with a harness error: local cluster: etcd did not start"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.provider, func(t *testing.T) {
+			c := rep.Check("v1.37.2", []string{tt.provider}).Providers[0]
+			if c.Status != tt.want {
+				t.Errorf("status %s, want %s", c.Status, tt.want)
+			}
+			for _, r := range tt.reason {
+				if !strings.Contains(c.Reason, r) {
+					t.Errorf("reason %q does not say %q", c.Reason, r)
+				}
+			}
+		})
+	}
+}
+
+// A run's time is when it finished, wherever the rules show one: the
+// provider's last run and a pair's first and last run, so that lkg show,
+// lkg check and the dashboard agree.
+func TestLastRunIsTheFinish(t *testing.T) {
+	var s seq
+	h := time.Hour
+	first, last := s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, h, "pass")
+	last.Finished = last.Started.Add(40 * time.Minute)
+	rep := Evaluate(&store.Snapshot{Runs: []*store.Run{first, s.run("p", k37a, 2*h, "pass"), last}}, Config{Now: func() time.Time { return now }})
+	ps := rep.Provider("p")
+	c := rep.Check("v1.37.2", []string{"p"}).Providers[0]
+	tests := []struct {
+		name string
+		got  time.Time
+		want time.Time
+	}{
+		{"provider's last run", ps.LastRun, last.Finished},
+		{"pair's last run", ps.Pairs[0].LastRun, last.Finished},
+		{"pair's first run", ps.Pairs[0].FirstRun, first.Finished},
+		{"lkg check's last run", *c.LastRun, last.Finished},
+		{"lkg check's pair's last run", c.Pair.LastRun, last.Finished},
+	}
+	for _, tt := range tests {
+		if !tt.got.Equal(tt.want) {
+			t.Errorf("%s %s, want the finish %s", tt.name, tt.got, tt.want)
+		}
+	}
+	if ps.Pairs[0].LastBuild != last.ID {
+		t.Errorf("last build %s, want %s", ps.Pairs[0].LastBuild, last.ID)
+	}
+	if want := last.Finished.UTC().Format(time.RFC3339); !strings.Contains(c.Reason, want) {
+		t.Errorf("reason %q does not give the newest run's finish %s", c.Reason, want)
+	}
+}
+
+// Check names the pair its status comes from: the LKG when there is one,
+// even when a newer pair of the version failed; else the newest pair.
+func TestCheckPair(t *testing.T) {
+	var s seq
+	h := time.Hour
+	runs := []*store.Run{
+		// green on k37a, then a newer CCM build k37b fails.
+		s.run("p", k37a, 5*h, "pass"), s.run("p", k37a, 4*h, "pass"), s.run("p", k37a, 3*h, "pass"), s.run("p", k37b, h, "fail"),
+		// red only.
+		s.run("r", k37b, 2*h, "fail"),
+	}
+	rep := Evaluate(&store.Snapshot{Runs: runs}, Config{Now: func() time.Time { return now }})
+	tests := []struct {
+		provider, version string
+		wantPair          *Pair
+		wantStatus        Status
+	}{
+		{"p", "v1.37.2", &k37a, StatusGreen},
+		{"r", "v1.37.2", &k37b, StatusRed},
+		{"r", "v1.36.5", nil, StatusUntested},
+	}
+	for _, tt := range tests {
+		c := rep.Check(tt.version, []string{tt.provider}).Providers[0]
+		if c.Status != tt.wantStatus {
+			t.Errorf("%s %s: status %s, want %s", tt.provider, tt.version, c.Status, tt.wantStatus)
+		}
+		switch {
+		case tt.wantPair == nil && c.Pair != nil:
+			t.Errorf("%s %s: pair %v, want none", tt.provider, tt.version, c.Pair.Pair)
+		case tt.wantPair != nil && (c.Pair == nil || c.Pair.Pair != *tt.wantPair):
+			t.Errorf("%s %s: pair %v, want %v", tt.provider, tt.version, c.Pair, *tt.wantPair)
+		}
 	}
 }

@@ -14,6 +14,10 @@ import (
 // MetaErrors, keyed by its path) and otherwise ignored, and the merge is
 // shallow: a top-level key that is written later replaces the earlier value
 // whole. Keys other tools wrote (a kubetest2 deployer, say) are kept.
+//
+// The merged map carries every ColumnHeaderKeys key: one that neither the
+// file nor keys has is written as "", so that TestGrid shows an empty
+// header cell for it rather than "missing".
 func MergeMetadata(path string, keys map[string]any) (map[string]any, error) {
 	merged := map[string]any{}
 	data, err := os.ReadFile(path)
@@ -29,7 +33,12 @@ func MergeMetadata(path string, keys map[string]any) (map[string]any, error) {
 	for k, v := range keys {
 		merged[k] = v
 	}
-	if err := writeJSON(path, merged); err != nil {
+	for _, k := range ColumnHeaderKeys() {
+		if _, ok := merged[k]; !ok {
+			merged[k] = ""
+		}
+	}
+	if err := WriteJSON(path, merged); err != nil {
 		return merged, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return merged, nil

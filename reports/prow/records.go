@@ -1,10 +1,14 @@
-// Package prow writes a run's results in the layout that Prow's Spyglass
-// and TestGrid read (started.json, finished.json, build-log.txt and
-// artifacts/junit_*.xml), plus the records the results store and the LKG
-// rules read (artifacts/specs.json, artifacts/timings.json), and checks a
-// run directory for what would make TestGrid show an error.
+// Package prow is the run directory's format: the layout that Prow's
+// Spyglass and TestGrid read (started.json, finished.json, build-log.txt
+// and artifacts/junit_*.xml), the records the results store and the LKG
+// rules read (artifacts/specs.json, artifacts/timings.json), the metadata
+// merge rule, and Validate, which checks a run directory for what would
+// make TestGrid show an error.
 //
-// The layout is documented in docs/artifacts.md.
+// It is a leaf: it imports no harness package, so any reader of results
+// (the store, the LKG rules, the dashboard) can use it. What writes a run
+// directory during a run is reports/rundir. The layout is documented in
+// docs/artifacts.md.
 package prow
 
 import (
@@ -55,7 +59,22 @@ const (
 	// MetaCCMImage is the image of a CCM deployed in the cluster under
 	// test, when the caller names it (the kubetest2 tester does).
 	MetaCCMImage = "ccm-image"
+	// MetaProfileDigest is the sha256 of the profile file's content
+	// ("sha256:<hex>"), which tells two versions of one profile apart.
+	MetaProfileDigest = "profile-digest"
+	// MetaCCMEnv lists the names (never the values) of the environment
+	// variables the CCM under test got, sorted and comma-separated.
+	MetaCCMEnv = "ccm-env"
 )
+
+// ColumnHeaderKeys are the metadata keys that head a run's column on
+// TestGrid (testgrid-config's column_header): what Kubernetes build and
+// what CCM build the run tested. TestGrid shows "missing" in the header
+// of a finished run whose metadata lacks one of them, so MergeMetadata
+// writes each one, empty when it is not known.
+func ColumnHeaderKeys() []string {
+	return []string{MetaKubernetesVersion, MetaCCMDigest, MetaCCMImage}
+}
 
 // Started is started.json. TestGrid needs a non-zero timestamp.
 type Started struct {
@@ -91,6 +110,11 @@ func (f *Finished) MetaString(key string) string {
 // SpecsVersion is the version of the specs.json format.
 const SpecsVersion = 1
 
+// HarnessErrorDriver is the HarnessErrorClass of a run whose cloud driver
+// broke its protocol: the specs it made fail failed for the driver, so the
+// run says nothing about the CCM (the LKG rules count it for neither side).
+const HarnessErrorDriver = "driver"
+
 // SpecRecords is artifacts/specs.json: every spec of the run with its
 // suite, labels and outcome. It is what the LKG rules read.
 type SpecRecords struct {
@@ -98,8 +122,13 @@ type SpecRecords struct {
 	// Provider is the profile's name.
 	Provider string `json:"provider"`
 	// HarnessError is the harness's error when the run did not complete:
-	// bad input, a setup step that failed, an interrupt, a failed teardown.
+	// bad input, a setup step that failed, an interrupt, a failed teardown,
+	// or a cloud driver that broke its protocol.
 	HarnessError string `json:"harnessError,omitempty"`
+	// HarnessErrorClass says whose failure HarnessError is: "input",
+	// "setup", "interrupted", or HarnessErrorDriver; empty for runs
+	// recorded before the class was.
+	HarnessErrorClass string `json:"harnessErrorClass,omitempty"`
 	// Interrupted is true when SIGINT or SIGTERM ended the run.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Specs are the specs in the order they ran; suite-level nodes
@@ -239,17 +268,19 @@ func decodeStrict(r io.Reader, v any) error {
 	return nil
 }
 
-// writeJSON writes v to path atomically: a temporary file beside it,
-// renamed into place, so that a reader never sees half a file.
-func writeJSON(path string, v any) error {
+// WriteJSON writes v, indented, to path atomically (WriteFileAtomic).
+func WriteJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	return WriteFileAtomic(path, append(data, '\n'))
 }
 
-func writeFileAtomic(path string, data []byte) error {
+// WriteFileAtomic writes data to path through a temporary file beside it,
+// renamed into place, so that a reader never sees half a file. It creates
+// path's directory.
+func WriteFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

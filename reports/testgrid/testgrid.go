@@ -21,10 +21,6 @@ import (
 // another.
 const DefaultDashboard = "sig-cloud-provider-ccm-conformance"
 
-// ColumnHeaders are the finished.json metadata keys that head each column,
-// so a column says which Kubernetes build and which CCM build it tested.
-var ColumnHeaders = []string{prow.MetaKubernetesVersion, prow.MetaCCMDigest, prow.MetaCCMImage}
-
 // Options say what to configure.
 type Options struct {
 	// Provider is the profile's name. Required.
@@ -63,7 +59,8 @@ type config struct {
 	StaleHours   int
 	Headers      []string
 	PublishStore string
-	// Published is true when the job is the one publish writes.
+	// Published is true when the job is the one publish writes, false for
+	// a Prow job, whose runs Prow uploads.
 	Published bool
 }
 
@@ -81,12 +78,22 @@ var snippet = template.Must(template.New("testgrid").Parse(`# TestGrid configura
 test_groups:
 - name: {{.Job}}
   gcs_prefix: {{.GCSPrefix}}
-  # Results not uploaded by Prow have no prowjob.json or podinfo.json;
-  # without this TestGrid shows a "Pod" row of skips under every column.
+{{- if .Published}}
+  # Runs that publish uploads have no prowjob.json or podinfo.json, which
+  # Prow writes; without this setting TestGrid adds a "Pod" row whose
+  # cells show "!", as still running for an hour after each run finished
+  # and as passed with skips after that.
   disable_prowjob_analysis: true
+{{- else}}
+  # Prow uploads each run with its prowjob.json and podinfo.json, so
+  # disable_prowjob_analysis is left unset: TestGrid's "Pod" row shows how
+  # each run's pod went.
+{{- end}}
   # Each column is headed by what the run tested, from finished.json's
   # metadata: the Kubernetes version, the CCM's digest, and its image when
-  # the CCM was deployed in the cluster.
+  # the CCM was deployed in the cluster. Every run carries the three keys,
+  # empty when it does not know one, so a header cell is empty, never
+  # "missing".
   column_header:
 {{- range .Headers}}
   - configuration_value: {{.}}
@@ -146,7 +153,7 @@ func Config(o Options) ([]byte, error) {
 		Options:      o,
 		TabName:      provider,
 		StaleHours:   int(o.StaleAfter.Round(time.Hour) / time.Hour),
-		Headers:      ColumnHeaders,
+		Headers:      prow.ColumnHeaderKeys(),
 		Published:    published,
 		PublishStore: "gs://" + strings.TrimSuffix(bucket+"/"+prefix, "/"),
 	}

@@ -1,6 +1,9 @@
 package testgrid
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,6 +12,11 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/store"
+	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -44,10 +52,15 @@ func TestConfigValid(t *testing.T) {
 		opts       Options
 		wantPrefix string
 		wantGroup  string
+		// wantNoProwjob: disable_prowjob_analysis is set, for a store that
+		// publish writes (no Prow, no prowjob.json); a Prow job's bucket
+		// has Prow's files and leaves it unset.
+		wantNoProwjob bool
 	}{
-		{"valid-bucket", Options{Provider: "aws", Bucket: "gs://ccm-results"}, "ccm-results/logs/ccm-conformance-aws", "ccm-conformance-aws"},
-		{"valid-prefix", Options{Provider: "reference", Bucket: "gs://sig-cloud-provider/ccm/results/", Dashboard: "provider-reference"}, "sig-cloud-provider/ccm/results/logs/ccm-conformance-reference", "ccm-conformance-reference"},
-		{"valid-prow-job", Options{Provider: "My Cloud", Bucket: "gs://kubernetes-jenkins", Job: "ci-my-cloud-ccm-conformance", StaleAfter: 24 * time.Hour, FailuresToAlert: 2}, "kubernetes-jenkins/logs/ci-my-cloud-ccm-conformance", "ci-my-cloud-ccm-conformance"},
+		{"valid-bucket", Options{Provider: "aws", Bucket: "gs://ccm-results"}, "ccm-results/logs/ccm-conformance-aws", "ccm-conformance-aws", true},
+		{"valid-prefix", Options{Provider: "reference", Bucket: "gs://sig-cloud-provider/ccm/results/", Dashboard: "provider-reference"}, "sig-cloud-provider/ccm/results/logs/ccm-conformance-reference", "ccm-conformance-reference", true},
+		{"valid-prow-job", Options{Provider: "My Cloud", Bucket: "gs://kubernetes-jenkins", Job: "ci-my-cloud-ccm-conformance", StaleAfter: 24 * time.Hour, FailuresToAlert: 2}, "kubernetes-jenkins/logs/ci-my-cloud-ccm-conformance", "ci-my-cloud-ccm-conformance", false},
+		{"valid-job-as-published", Options{Provider: "aws", Bucket: "gs://ccm-results", Job: "ccm-conformance-aws"}, "ccm-results/logs/ccm-conformance-aws", "ccm-conformance-aws", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +68,11 @@ func TestConfigValid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", tt.name+".yaml"), string(out))
+			goldenName := tt.name
+			if goldenName == "valid-job-as-published" {
+				goldenName = "valid-bucket" // --job naming publish's job changes nothing
+			}
+			golden(t, filepath.Join("testdata", goldenName+".yaml"), string(out))
 
 			var p parsed
 			if err := yaml.UnmarshalStrict(out, &p); err != nil {
@@ -71,8 +88,11 @@ func TestConfigValid(t *testing.T) {
 			if g.GCSPrefix != tt.wantPrefix {
 				t.Errorf("gcs_prefix %q, want %q", g.GCSPrefix, tt.wantPrefix)
 			}
-			if !g.DisableProwjobAnalysis {
-				t.Error("disable_prowjob_analysis is not set: TestGrid would show a Pod row of skips")
+			if g.DisableProwjobAnalysis != tt.wantNoProwjob {
+				t.Errorf("disable_prowjob_analysis %v, want %v", g.DisableProwjobAnalysis, tt.wantNoProwjob)
+			}
+			if set := strings.Contains(string(out), "disable_prowjob_analysis:"); set != tt.wantNoProwjob {
+				t.Errorf("disable_prowjob_analysis written: %v, want %v:\n%s", set, tt.wantNoProwjob, out)
 			}
 			var headers []string
 			for _, h := range g.ColumnHeader {
@@ -127,5 +147,72 @@ func golden(t *testing.T, path, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs from the output (go test -update rewrites it):\n%s", path, got)
+	}
+}
+
+// Every key the configuration heads columns with is in the metadata of
+// every published finished.json, empty where the run does not know it:
+// TestGrid shows "missing" for an absent key of a finished run, and an
+// empty header cell for an empty one.
+func TestPublishedRunsCarryTheColumnHeaders(t *testing.T) {
+	out, err := Config(Options{Provider: "aws", Bucket: "gs://ccm-results"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p parsed
+	if err := yaml.UnmarshalStrict(out, &p); err != nil {
+		t.Fatal(err)
+	}
+	var headers []string
+	for _, h := range p.TestGroups[0].ColumnHeader {
+		headers = append(headers, h.ConfigurationValue)
+	}
+
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := store.Open(context.Background(), dir, store.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	started := time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		run  storetest.Run
+		// want are the header values the published finished.json has.
+		want map[string]string
+	}{
+		{"a binary CCM", storetest.Run{Provider: "aws", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c1",
+			Specs: []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}},
+			map[string]string{prow.MetaKubernetesVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:c1", prow.MetaCCMImage: ""}},
+		{"a deployed CCM", storetest.Run{Provider: "aws", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c2",
+			Metadata: map[string]string{prow.MetaCCMImage: "registry.example/ccm:v2"},
+			Specs:    []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}},
+			map[string]string{prow.MetaKubernetesVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:c2", prow.MetaCCMImage: "registry.example/ccm:v2"}},
+		{"the cluster never came up", storetest.Run{Provider: "aws", Err: &runner.SetupError{Step: "local cluster", Err: errors.New("etcd did not start")}},
+			map[string]string{prow.MetaKubernetesVersion: "", prow.MetaCCMDigest: "", prow.MetaCCMImage: ""}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run.Started = started.Add(time.Duration(i) * time.Hour)
+			b := storetest.Publish(t, st, tt.run)
+			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(b.Key(prow.FinishedFile))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := prow.DecodeFinished(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range headers {
+				v, ok := f.Metadata[h].(string)
+				if !ok {
+					t.Errorf("published finished.json has no string %q, TestGrid would show \"missing\": %v", h, f.Metadata)
+					continue
+				}
+				if want, known := tt.want[h]; !known || v != want {
+					t.Errorf("published %s = %q, want %q", h, v, want)
+				}
+			}
+		})
 	}
 }

@@ -45,12 +45,12 @@ func declare(f *framework.Framework) {
 			l.migrated = migratedControllers(f.Profile)
 
 			ns, err := f.CreateNamespace(ctx, "lm")
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "creating the spec's namespace")
 			l.ns = ns
 			DeferCleanup(f.DeleteNamespace, ns)
 
 			l.dir, err = os.MkdirTemp("", "ccm-conformance-lm-")
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "making a directory for the migration configurations")
 			DeferCleanup(os.RemoveAll, l.dir)
 
 			// The main CCM runs every controller without leader election;
@@ -71,18 +71,18 @@ func declare(f *framework.Framework) {
 				u.alive(ctx, g)
 				now, err := l.leaseHolder(ctx, lease)
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(now).To(Equal(holder.identity), "the migration lease %s/%s passed from %s (%q) to %q while it still ran",
+				g.Expect(now).To(Equal(holder.identity), "lease %s/%s: expected it held by %s (%q) while that runs, saw holder %q",
 					leaseNamespace, lease, holder.role, holder.identity, now)
 				running, err := u.controllers(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(intersect(running, mustNot)).To(BeEmpty(),
-					"%s runs %v although %s; its /healthz?verbose lists %v, expected none of %v",
-					u.role, intersect(running, mustNot), why, running, mustNot)
+					"%s: expected none of %v running, since %s; saw %v running (its /healthz?verbose lists %v)",
+					u.role, mustNot, why, intersect(running, mustNot), running)
 				s, err := l.service(ctx, svc)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "reading Service %s/%s", l.ns, svc)
 				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(),
-					"Service %s/%s got ingress %s although %s: a service controller runs outside the migration lock",
-					l.ns, svc, framework.IngressAddresses(s), why)
+					"Service %s/%s: expected no ingress, since %s; saw %s: a service controller runs outside the migration lock",
+					l.ns, svc, why, framework.IngressAddresses(s))
 			}).WithTimeout(f.Timeout(profile.LeaderMigrationHold)).WithPolling(l.poll()).Should(Succeed())
 		}
 
@@ -93,8 +93,8 @@ func declare(f *framework.Framework) {
 				return
 			}
 			calls := l.callsAfter(ctx, mark, clouddriver.OpEnsureLoadBalancer)
-			Expect(calls).To(BeEmpty(), "the cloud logged %s although %s: a service controller ran outside the migration lock",
-				formatCalls(calls), why)
+			Expect(calls).To(BeEmpty(), "the cloud's call log: expected no %s, since %s; saw %s: a service controller ran outside the migration lock",
+				clouddriver.OpEnsureLoadBalancer, why, formatCalls(calls))
 		}
 
 		It("keeps the migrated controllers stopped while another manager holds the migration lease", func(ctx SpecContext) {
@@ -136,15 +136,16 @@ func declare(f *framework.Framework) {
 				running, err := u.controllers(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(missing(l.migrated, running)).To(BeEmpty(),
-					"%s holds the migration lease %s/%s but does not run %v; its /healthz?verbose lists %v",
-					u.role, leaseNamespace, cfg.LeaderName, missing(l.migrated, running), running)
+					"%s (holding the migration lease %s/%s): expected %v running, saw %v missing (its /healthz?verbose lists %v)",
+					u.role, leaseNamespace, cfg.LeaderName, l.migrated, missing(l.migrated, running), running)
 			}).WithTimeout(f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
 			l.waitForIngress(ctx, "web")
 
 			if l.hasCallLog() {
 				calls := l.callsAfter(ctx, mark, clouddriver.OpEnsureLoadBalancer)
-				Expect(calls).NotTo(BeEmpty(), "Service %s/web has ingress, yet the cloud logged no EnsureLoadBalancer since it was created", l.ns)
-				Expect(callers(calls)).To(HaveLen(1), "more than one process changed load balancers since Service %s/web was created: %s", l.ns, formatCalls(calls))
+				Expect(calls).NotTo(BeEmpty(), "Service %s/web (has ingress): expected a %s in the cloud's call log since its creation, saw none", l.ns, clouddriver.OpEnsureLoadBalancer)
+				Expect(callers(calls)).To(HaveLen(1), "Service %s/web: expected one process to change load balancers since its creation, saw %d: %s",
+					l.ns, len(callers(calls)), formatCalls(calls))
 			}
 		})
 
@@ -183,7 +184,7 @@ func declare(f *framework.Framework) {
 				l.waitForMainLease(ctx, r.m, "")
 				seen := s.taken()
 				Eventually(ctx, s.taken).WithTimeout(f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).
-					Should(BeNumerically(">=", seen+3), "the /healthz sampler has stalled")
+					Should(BeNumerically(">=", seen+3), "the /healthz sampler: expected 3 more samples after %s started, saw it stalled", r.m.role)
 			}
 			s.run(ctx, l.poll())
 			DeferCleanup(func() { s.Stop() })
@@ -213,7 +214,7 @@ func declare(f *framework.Framework) {
 							runners = append(runners, r.m.role)
 						}
 					}
-					g.Expect(runners).To(HaveLen(1), "expected one replica to run %v; these do: %v", l.migrated, runners)
+					g.Expect(runners).To(HaveLen(1), "expected one replica to run %v, saw %d: %v", l.migrated, len(runners), runners)
 				}).WithTimeout(f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
 				return found
 			}
@@ -226,15 +227,15 @@ func declare(f *framework.Framework) {
 				l.createService(ctx, svc)
 				services = append(services, svc)
 				to := active(ctx)
-				Expect(to).NotTo(BeIdenticalTo(from))
+				Expect(to).NotTo(BeIdenticalTo(from), "expected the migrated controllers to move away from the stopped %s, saw it run them", from.m.role)
 				l.waitForIngress(ctx, svc)
 				startReplica(ctx, from)
 			}
 
 			samples, overlaps := s.Stop()
-			Expect(samples).To(BeNumerically(">", 0), "no /healthz sample of the replicas was taken")
+			Expect(samples).To(BeNumerically(">", 0), "expected samples of the replicas' /healthz?verbose, saw none taken")
 			shown := overlaps[:min(len(overlaps), 3)]
-			Expect(overlaps).To(BeEmpty(), "a migrated controller ran in two replicas at once in %d of %d samples of their /healthz?verbose; the first: %s",
+			Expect(overlaps).To(BeEmpty(), "expected each migrated controller in one replica at a time, saw one in two in %d of %d samples of their /healthz?verbose; the first: %s",
 				len(overlaps), samples, strings.Join(shown, "; "))
 
 			// Every Service converges, and its load balancer is in the cloud.
@@ -244,14 +245,14 @@ func declare(f *framework.Framework) {
 					continue
 				}
 				cloud, err := f.Driver.GetLoadBalancer(ctx, framework.ServiceRef(svc))
-				Expect(err).NotTo(HaveOccurred())
-				Expect(cloud.Exists).To(BeTrue(), "Service %s/%s has ingress %s but the cloud has no load balancer for it",
+				Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/%s", l.ns, name)
+				Expect(cloud.Exists).To(BeTrue(), "Service %s/%s (ingress %s): expected a load balancer in the cloud, saw none",
 					l.ns, name, framework.IngressAddresses(svc))
 			}
 
 			calls := l.callsAfter(ctx, mark, changeOperations...)
 			Expect(callerTakeBacks(calls)).To(BeEmpty(),
-				"the cloud's call log shows two processes changing load balancers or routes in turns: %s", strings.Join(callerTakeBacks(calls), "; "))
+				"the cloud's call log: expected each process to change load balancers and routes in one turn, saw turns taken back: %s", strings.Join(callerTakeBacks(calls), "; "))
 			if who := callers(calls); len(who) < 2 {
 				AddReportEntry("call log", fmt.Sprintf("the cloud's call log names %d caller(s) %v for %d handovers, so it cannot tell the replicas apart; only /healthz was compared", len(who), who, handoverRounds))
 			}
@@ -279,20 +280,20 @@ func declare(f *framework.Framework) {
 				running, err := u.controllers(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(missing(ours, running)).To(BeEmpty(),
-					"%s holds the migration lease %s/%s but does not run %v, which the configuration still gives to %s; its /healthz?verbose lists %v",
-					u.role, leaseNamespace, cfg.LeaderName, missing(ours, running), componentCCM, running)
+					"%s (holding the migration lease %s/%s): expected %v running, which the configuration still gives to %s, saw %v missing (its /healthz?verbose lists %v)",
+					u.role, leaseNamespace, cfg.LeaderName, ours, componentCCM, missing(ours, running), running)
 			}).WithTimeout(f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
 			why = fmt.Sprintf("the configuration gives %s to %s (%s holds the migration lease)", serviceController, componentKCM, u.role)
 			Consistently(ctx, func(g Gomega) {
 				u.alive(ctx, g)
 				running, err := u.controllers(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(running).NotTo(ContainElement(serviceController), "%s runs %s although %s; its /healthz?verbose lists %v",
+				g.Expect(running).NotTo(ContainElement(serviceController), "%s: expected %s not running, since %s; saw it run (its /healthz?verbose lists %v)",
 					u.role, serviceController, why, running)
 				s, err := l.service(ctx, "web")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/web got ingress %s although %s",
-					l.ns, framework.IngressAddresses(s), why)
+				g.Expect(err).NotTo(HaveOccurred(), "reading Service %s/web", l.ns)
+				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/web: expected no ingress, since %s; saw %s",
+					l.ns, why, framework.IngressAddresses(s))
 			}).WithTimeout(f.Timeout(profile.LeaderMigrationHold)).WithPolling(l.poll()).Should(Succeed())
 			noCloudChanges(ctx, mark, why)
 		})
@@ -323,7 +324,7 @@ func declare(f *framework.Framework) {
 				u.alive(ctx, g)
 				now, err := l.leaseHolder(ctx, lease)
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(now).To(Equal(holder.identity), "the migration lease %s/%s passed from %s (%q) to %q while it still ran",
+				g.Expect(now).To(Equal(holder.identity), "lease %s/%s: expected it held by %s (%q) while that runs, saw holder %q",
 					leaseNamespace, lease, holder.role, holder.identity, now)
 				running, err := u.controllers(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
@@ -363,9 +364,9 @@ func (l *lm) uncoveredMessage(ctx context.Context, u, holder *manager, configFil
 	if configFile != "" {
 		started, which = "--leader-migration-config="+configFile+" (the profile's leaderMigration.config)", "shipped"
 	}
-	fmt.Fprintf(&b, "with --enable-leader-migration and %s, the CCM runs %s outside the migration lock: "+
-		"%s listed %s in /healthz?verbose while %s held the migration lease %s/%s.",
-		started, strings.Join(outside, ", "), u.role, them, holder.role, leaseNamespace, lease)
+	fmt.Fprintf(&b, "the CCM runs %s outside the migration lock: expected %s to wait for the migration lease %s/%s, "+
+		"saw %s listed in the /healthz?verbose of %s while %s held the lease (started with --enable-leader-migration and %s).",
+		strings.Join(outside, ", "), them, leaseNamespace, lease, them, u.role, holder.role, started)
 	enabled, cfg, err := l.configz(ctx, u)
 	switch {
 	case err != nil:

@@ -135,7 +135,7 @@ func (m *manager) logTail(ctx context.Context, n int) string {
 // alive fails g if the manager has exited, quoting its last log lines.
 func (m *manager) alive(ctx context.Context, g Gomega) {
 	if m.proc.Exited() {
-		g.Expect(m.proc.Exited()).To(BeFalse(), "%s exited; its last log lines:\n%s", m.role, m.logTail(ctx, 8))
+		g.Expect(m.proc.Exited()).To(BeFalse(), "%s: expected it running, saw it exited; its last log lines:\n%s", m.role, m.logTail(ctx, 8))
 	}
 }
 
@@ -143,7 +143,7 @@ func (m *manager) alive(ctx context.Context, g Gomega) {
 // /healthz?verbose.
 func (m *manager) controllers(ctx context.Context) ([]string, error) {
 	if m.proc.Exited() {
-		return nil, fmt.Errorf("%s exited; its last log lines:\n%s", m.role, m.logTail(ctx, 8))
+		return nil, fmt.Errorf("%s: expected it running, saw it exited; its last log lines:\n%s", m.role, m.logTail(ctx, 8))
 	}
 	_, body, err := m.proc.Healthz(ctx)
 	if err != nil {
@@ -179,7 +179,7 @@ func (l *lm) waitForHolder(ctx context.Context, name, previous string, m *manage
 		holder, err = l.leaseHolder(ctx, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(holder).NotTo(Or(BeEmpty(), Equal(previous)),
-			"lease %s/%s: expected %s to take it; its holder is %q", leaseNamespace, name, m.role, holder)
+			"lease %s/%s: expected %s to take it, saw holder %q", leaseNamespace, name, m.role, holder)
 	}).WithTimeout(l.f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
 	m.identity = holder
 }
@@ -202,7 +202,7 @@ func (l *lm) deleteLeases(ctx context.Context, names ...string) error {
 // It returns once the peer holds the lease.
 func (l *lm) startHolder(ctx context.Context, cfg migrationConfig, configFile string) *manager {
 	previous, err := l.leaseHolder(ctx, cfg.LeaderName)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred(), "reading the migration lease before the peer starts")
 	h := l.start(ctx, managerSpec{name: l.spec + "-holder", peer: true, mainLease: l.ns + "-holder", configFile: configFile, runsNothing: true})
 	l.waitForHolder(ctx, cfg.LeaderName, previous, h)
 	return h
@@ -225,8 +225,8 @@ func (l *lm) waitForMainLease(ctx context.Context, m *manager, previous string) 
 		m.alive(ctx, g)
 		holder, err := l.leaseHolder(ctx, m.mainLease)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(holder).NotTo(Or(BeEmpty(), Equal(previous)), "%s has not taken its main lease %s/%s (holder %q)",
-			m.role, leaseNamespace, m.mainLease, holder)
+		g.Expect(holder).NotTo(Or(BeEmpty(), Equal(previous)), "lease %s/%s: expected %s to take it as its main lease, saw holder %q",
+			leaseNamespace, m.mainLease, m.role, holder)
 	}).WithTimeout(l.f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
 }
 
@@ -239,7 +239,7 @@ func (l *lm) waitUntilRunsOthers(ctx context.Context, m *manager, mustNot []stri
 		running, err := m.controllers(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(missing(running, mustNot)).NotTo(BeEmpty(),
-			"%s holds its main lease %s/%s but runs no controller besides %v (its /healthz?verbose lists %v): it has not started its controllers",
+			"%s (holding its main lease %s/%s): expected a controller besides %v running, saw %v in its /healthz?verbose: it has not started its controllers",
 			m.role, leaseNamespace, m.mainLease, mustNot, running)
 	}).WithTimeout(l.f.Timeout(profile.LeaderMigrationHandover)).WithPolling(l.poll()).Should(Succeed())
 }
@@ -247,7 +247,7 @@ func (l *lm) waitUntilRunsOthers(ctx context.Context, m *manager, mustNot []stri
 // writeConfig saves a migration configuration in the spec's directory.
 func (l *lm) writeConfig(cfg migrationConfig, name string) string {
 	path, err := cfg.write(l.dir, name)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred(), "writing the migration configuration %s", name)
 	return path
 }
 
@@ -270,28 +270,17 @@ func (l *lm) waitForIngress(ctx context.Context, name string) *corev1.Service {
 	l.f.Eventually(ctx, func(g Gomega, v *framework.View) {
 		var err error
 		svc, err = v.Service(l.ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s", l.ns, name)
 		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(), func() string {
 			// Built only when the wait gives up: it asks the API server.
-			return fmt.Sprintf("Service %s/%s has no load balancer ingress%s", l.ns, name, l.lastWarning(ctx, name))
+			msg := fmt.Sprintf("Service %s/%s: expected a load balancer ingress, saw none", l.ns, name)
+			if w := l.f.LastWarning(ctx, "Service", l.ns, name); w != "" {
+				msg += "; last event: " + w
+			}
+			return msg
 		})
 	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).Should(Succeed())
 	return svc
-}
-
-// lastWarning quotes the newest Warning event about a Service, if any: the
-// service controller's reason for not provisioning it.
-func (l *lm) lastWarning(ctx context.Context, name string) string {
-	events, err := l.f.Client.CoreV1().Events(l.ns).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Service,involvedObject.name=" + name + ",type=Warning",
-	})
-	if err != nil || len(events.Items) == 0 {
-		return ""
-	}
-	newest := slices.MaxFunc(events.Items, func(a, b corev1.Event) int {
-		return a.LastTimestamp.Compare(b.LastTimestamp.Time)
-	})
-	return fmt.Sprintf(" (last warning: %s: %s)", newest.Reason, strings.TrimSpace(newest.Message))
 }
 
 // changeOperations are the calls that change load balancers and routes.
@@ -312,14 +301,14 @@ func (l *lm) callMark(ctx context.Context) int64 {
 		return 0
 	}
 	_, last, err := l.f.Driver.ListCalls(ctx, 0, changeOperations...)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred(), "reading the cloud's call log")
 	return last
 }
 
 // callsAfter returns the calls of the given operations after mark.
 func (l *lm) callsAfter(ctx context.Context, mark int64, operations ...string) []clouddriver.Call {
 	calls, _, err := l.f.Driver.ListCalls(ctx, mark, operations...)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred(), "reading the cloud's call log")
 	return calls
 }
 
@@ -335,6 +324,10 @@ func formatCalls(calls []clouddriver.Call) string {
 	return strings.Join(parts, ", ")
 }
 
+// configzTimeout bounds one read of a CCM's /configz, which answers from
+// memory on loopback.
+const configzTimeout = 5 * time.Second
+
 // configz reads the migration configuration a CCM runs with from its
 // /configz, which needs an authorized client: the harness presents the
 // cluster's own credentials, and skips verifying the CCM's self-signed
@@ -347,7 +340,7 @@ func (l *lm) configz(ctx context.Context, m *manager) (bool, migrationConfig, er
 	tlsConfig = tlsConfig.Clone()
 	tlsConfig.InsecureSkipVerify = true //nolint:gosec // the CCM's certificate is self-signed
 	tlsConfig.RootCAs = nil
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
+	client := &http.Client{Timeout: configzTimeout, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/configz", m.proc.SecurePort()), nil)
 	if err != nil {
 		return false, migrationConfig{}, err

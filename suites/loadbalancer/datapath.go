@@ -43,21 +43,23 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			Eventually(ctx, func(g Gomega) {
 				for i := 0; i < probesPerCheck; i++ {
 					answer, err := probe(ctx, addr, probeTimeout)
-					g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s: no answer through load balancer %s at %s", l.ns, name, cloud.Name, addr)
+					g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s: expected an answer through load balancer %s at %s, saw an error", l.ns, name, cloud.Name, addr)
 					g.Expect(cloud.Backends).To(ContainElement(answer),
-						"Service %s/%s: traffic to %s reached %q, which is not a backend of %s (%v)", l.ns, name, addr, answer, cloud.Name, cloud.Backends)
+						"Service %s/%s: expected traffic to %s to reach a backend of %s %v, saw it answered by %q", l.ns, name, addr, cloud.Name, cloud.Backends, answer)
 				}
 			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 		}
 
 		It("delivers TCP traffic sent to the ingress to a backend node", func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			f.RequireBackendNodes()
 			l.create(ctx, "web", nil)
 			expectReaches(ctx, "web", 80, framework.ProbeTCP)
 		})
 
 		It("delivers UDP traffic sent to the ingress to a backend node", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			f.RequireBackendNodes()
 			l.create(ctx, "dns", func(s *corev1.Service) {
 				s.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}
 			})
@@ -66,6 +68,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 
 		It("admits clients inside loadBalancerSourceRanges and turns away the rest", Label(string(profile.LoadBalancerSourceRanges)), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			f.RequireBackendNodes()
 			// The harness's own traffic comes from loopback.
 			l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
 			expectReaches(ctx, "ranged", 80, framework.ProbeTCP)
@@ -75,7 +78,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			Eventually(ctx, func(g Gomega) {
 				answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
 				g.Expect(err).To(HaveOccurred(),
-					"Service %s/ranged allows only 192.0.2.0/24, yet a client on loopback reached %q through %s", l.ns, answer, addr)
+					"Service %s/ranged (loadBalancerSourceRanges 192.0.2.0/24): expected a client on loopback turned away at %s, saw it answered by %q", l.ns, addr, answer)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 		})
 	})

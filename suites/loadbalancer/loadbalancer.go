@@ -6,6 +6,7 @@ package loadbalancer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -43,7 +44,7 @@ func (l *lb) create(ctx context.Context, name string, mutate func(*corev1.Servic
 	created, err := l.f.Client.CoreV1().Services(l.ns).Create(ctx, svc, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred(), "creating Service %s/%s", l.ns, name)
 	DeferCleanup(l.f.DeleteService, l.ns, name)
-	Expect(l.f.ServiceWritten(ctx, created)).To(Succeed())
+	Expect(l.f.ServiceWritten(ctx, created)).To(Succeed(), "Service %s/%s after its creation", l.ns, name)
 	return created
 }
 
@@ -56,13 +57,13 @@ func (l *lb) update(ctx context.Context, name string, mutate func(*corev1.Servic
 	var updated *corev1.Service
 	Eventually(ctx, func(g Gomega) {
 		svc, err := l.get(ctx, name)
-		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(err).NotTo(HaveOccurred(), "reading Service %s/%s", l.ns, name)
 		mutate(svc)
 		updated, err = l.f.Client.CoreV1().Services(l.ns).Update(ctx, svc, metav1.UpdateOptions{})
 		g.Expect(err).NotTo(HaveOccurred(), "updating Service %s/%s", l.ns, name)
 	}).WithTimeout(l.f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 	// What the specs compare next must not be older than this update.
-	Expect(l.f.ServiceWritten(ctx, updated)).To(Succeed())
+	Expect(l.f.ServiceWritten(ctx, updated)).To(Succeed(), "Service %s/%s after the update", l.ns, name)
 	return updated
 }
 
@@ -72,9 +73,15 @@ func (l *lb) waitForIngress(ctx context.Context, name string) *corev1.Service {
 	l.f.Eventually(ctx, func(g Gomega, v *framework.View) {
 		var err error
 		svc, err = v.Service(l.ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(),
-			"Service %s/%s has no load balancer ingress", l.ns, name)
+		g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s", l.ns, name)
+		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(), func() string {
+			// Built only when the wait gives up: it asks the API server.
+			msg := fmt.Sprintf("Service %s/%s: expected a load balancer ingress, saw none (finalizers %v)", l.ns, name, svc.Finalizers)
+			if w := l.f.LastWarning(ctx, "Service", l.ns, name); w != "" {
+				msg += "; last event: " + w
+			}
+			return msg
+		})
 	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).Should(Succeed())
 	return svc
 }
@@ -91,17 +98,17 @@ func (l *lb) expectCloudMatches(ctx context.Context, name string, timeout profil
 	Eventually(ctx, func(g Gomega) {
 		v := l.f.View()
 		svc, err := v.Service(l.ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s", l.ns, name)
 		nodes := v.Nodes()
 		cloud, err = l.cloudLB(ctx, svc)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cloud.Exists).To(BeTrue(), "the cloud has no load balancer for Service %s/%s", l.ns, name)
+		g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/%s", l.ns, name)
+		g.Expect(cloud.Exists).To(BeTrue(), "Service %s/%s: expected a load balancer in the cloud, saw none", l.ns, name)
 		wantPorts, gotPorts := framework.ExpectedPorts(svc), framework.SortPorts(cloud.Ports)
-		g.Expect(gotPorts).To(Equal(wantPorts), "Service %s/%s: cloud load balancer %s listens on [%s], expected [%s]",
-			l.ns, name, cloud.Name, framework.FormatPorts(gotPorts), framework.FormatPorts(wantPorts))
+		g.Expect(gotPorts).To(Equal(wantPorts), "Service %s/%s: expected cloud load balancer %s to listen on [%s], saw [%s]",
+			l.ns, name, cloud.Name, framework.FormatPorts(wantPorts), framework.FormatPorts(gotPorts))
 		wantBackends, gotBackends := framework.EligibleBackends(nodes), framework.Sorted(cloud.Backends)
-		g.Expect(gotBackends).To(Equal(wantBackends), "Service %s/%s: cloud load balancer %s has backends %v, expected the eligible nodes %v",
-			l.ns, name, cloud.Name, gotBackends, wantBackends)
+		g.Expect(gotBackends).To(Equal(wantBackends), "Service %s/%s: expected the eligible nodes %v as backends of cloud load balancer %s, saw %v",
+			l.ns, name, wantBackends, cloud.Name, gotBackends)
 	}).WithTimeout(l.f.Timeout(timeout)).WithPolling(l.poll()).Should(Succeed())
 	return cloud
 }
@@ -110,8 +117,8 @@ func (l *lb) expectCloudMatches(ctx context.Context, name string, timeout profil
 func (l *lb) expectCloudGone(ctx context.Context, svc *corev1.Service) {
 	Eventually(ctx, func(g Gomega) {
 		cloud, err := l.cloudLB(ctx, svc)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cloud.Exists).To(BeFalse(), "Service %s/%s: the cloud still has load balancer %s (ingress %v)",
+		g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/%s", svc.Namespace, svc.Name)
+		g.Expect(cloud.Exists).To(BeFalse(), "Service %s/%s: expected its cloud load balancer %s gone, saw it still there (ingress %v)",
 			svc.Namespace, svc.Name, cloud.Name, cloud.Ingress)
 	}).WithTimeout(l.f.Timeout(profile.LoadBalancerDelete)).WithPolling(l.poll()).Should(Succeed())
 }
@@ -122,7 +129,7 @@ func declare(f *framework.Framework) {
 
 		BeforeEach(func(ctx SpecContext) {
 			ns, err := f.CreateNamespace(ctx, "lb")
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "creating the spec's namespace")
 			l.ns = ns
 			DeferCleanup(f.DeleteNamespace, ns)
 		})
@@ -134,10 +141,10 @@ func declare(f *framework.Framework) {
 			svc := l.waitForIngress(ctx, "web")
 			AddReportEntry("load-balancer-ready", time.Since(created), ReportEntryVisibilityFailureOrVerbose)
 			Expect(framework.HasFinalizer(svc, framework.LoadBalancerCleanupFinalizer)).To(BeTrue(),
-				"Service %s/web has ingress %s but not the %s finalizer (finalizers %v)", l.ns, framework.IngressAddresses(svc), framework.LoadBalancerCleanupFinalizer, svc.Finalizers)
+				"Service %s/web: expected the %s finalizer, saw finalizers %v (it has ingress %s)", l.ns, framework.LoadBalancerCleanupFinalizer, svc.Finalizers, framework.IngressAddresses(svc))
 			Eventually(ctx, func(g Gomega) {
 				reasons, err := f.ServiceEventReasons(ctx, svc)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "listing the events of Service %s/web", l.ns)
 				g.Expect(reasons).To(ContainElements("EnsuringLoadBalancer", "EnsuredLoadBalancer"),
 					"Service %s/web: expected the events EnsuringLoadBalancer and EnsuredLoadBalancer, saw %v", l.ns, reasons)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
@@ -148,7 +155,7 @@ func declare(f *framework.Framework) {
 			}
 			for _, in := range svc.Status.LoadBalancer.Ingress {
 				Expect(ingress).To(ContainElement(in.IP+in.Hostname),
-					"Service %s/web shows ingress %s that the cloud's load balancer %s does not serve (%v)", l.ns, in.IP+in.Hostname, cloud.Name, ingress)
+					"Service %s/web: expected the cloud's load balancer %s to serve the Service's ingress %s, saw it serve %v", l.ns, cloud.Name, in.IP+in.Hostname, ingress)
 			}
 		})
 
@@ -174,17 +181,18 @@ func declare(f *framework.Framework) {
 			l.update(ctx, "web", func(s *corev1.Service) { s.Labels = map[string]string{"touched": "true"} })
 			f.Consistently(ctx, func(g Gomega, v *framework.View) {
 				s, err := v.Service(l.ns, "web")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.IngressAddresses(s)).To(Equal(first), "Service %s/web: ingress changed while its type stayed LoadBalancer", l.ns)
+				g.Expect(err).NotTo(HaveOccurred(), "Service %s/web", l.ns)
+				g.Expect(framework.IngressAddresses(s)).To(Equal(first), "Service %s/web: expected ingress %s to stay while the type stays LoadBalancer, saw %s",
+					l.ns, first, framework.IngressAddresses(s))
 			}).WithTimeout(3 * l.poll()).Should(Succeed())
 
 			l.update(ctx, "web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				s, err := v.Service(l.ns, "web")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/web is NodePort now but keeps ingress %s", l.ns, framework.IngressAddresses(s))
+				g.Expect(err).NotTo(HaveOccurred(), "Service %s/web", l.ns)
+				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/web, now NodePort: expected no ingress, saw %s", l.ns, framework.IngressAddresses(s))
 				g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(),
-					"Service %s/web is NodePort now but keeps the %s finalizer", l.ns, framework.LoadBalancerCleanupFinalizer)
+					"Service %s/web, now NodePort: expected the %s finalizer gone, saw finalizers %v", l.ns, framework.LoadBalancerCleanupFinalizer, s.Finalizers)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
 			l.expectCloudGone(ctx, svc)
 
@@ -205,14 +213,14 @@ func declare(f *framework.Framework) {
 			svc := l.waitForIngress(ctx, "web")
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
 
-			Expect(f.Client.CoreV1().Services(l.ns).Delete(ctx, "web", metav1.DeleteOptions{})).To(Succeed())
+			Expect(f.Client.CoreV1().Services(l.ns).Delete(ctx, "web", metav1.DeleteOptions{})).To(Succeed(), "deleting Service %s/web", l.ns)
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				s, err := v.Service(l.ns, "web")
 				if apierrors.IsNotFound(err) {
 					return
 				}
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(s.DeletionTimestamp).To(BeNil(), "Service %s/web is still terminating, held by finalizers %v", l.ns, s.Finalizers)
+				g.Expect(err).NotTo(HaveOccurred(), "Service %s/web", l.ns)
+				g.Expect(s.DeletionTimestamp).To(BeNil(), "Service %s/web: expected it deleted, saw it still terminating, held by finalizers %v", l.ns, s.Finalizers)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
 			l.expectCloudGone(ctx, svc)
 		})
@@ -225,36 +233,47 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
 
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "adding a machine")
 			DeferCleanup(f.Machines.Delete, m.Name)
 			cloud := l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
-			Expect(cloud.Backends).To(ContainElement(m.Name), "new node %s is not a backend of %s", m.Name, cloud.Name)
+			Expect(cloud.Backends).To(ContainElement(m.Name), "Service %s/web: expected the new node %s among the backends of cloud load balancer %s, saw %v",
+				l.ns, m.Name, cloud.Name, cloud.Backends)
 
-			Expect(f.Machines.Delete(ctx, m.Name)).To(Succeed())
+			Expect(f.Machines.Delete(ctx, m.Name)).To(Succeed(), "deleting machine %s", m.Name)
 			cloud = l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
-			Expect(cloud.Backends).NotTo(ContainElement(m.Name), "deleted node %s is still a backend of %s", m.Name, cloud.Name)
+			Expect(cloud.Backends).NotTo(ContainElement(m.Name), "Service %s/web: expected the deleted node %s gone from the backends of cloud load balancer %s, saw %v",
+				l.ns, m.Name, cloud.Name, cloud.Backends)
 		})
 
 		It("drops a node labelled node.kubernetes.io/exclude-from-external-load-balancers from the backends", func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
-			l.create(ctx, "web", nil)
+			// A node to take away from the backends.
+			f.RequireBackendNodes()
+			svc := l.create(ctx, "web", nil)
 			l.waitForIngress(ctx, "web")
 			cloud := l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
-			Expect(cloud.Backends).NotTo(BeEmpty())
+			Expect(cloud.Backends).NotTo(BeEmpty(), "Service %s/web: expected the eligible nodes as backends of cloud load balancer %s, saw none", l.ns, cloud.Name)
 			victim := framework.Sorted(cloud.Backends)[0]
 
 			// A merge patch of the label alone: the kubelet and the
 			// controllers update the Node all the time, and an Update of
-			// the whole object would keep conflicting with them.
+			// the whole object would keep conflicting with them; a merge
+			// patch does not.
 			setExcluded := func(ctx context.Context, excluded bool) error {
 				return f.SetNodeLabel(ctx, victim, corev1.LabelNodeExcludeBalancers, excluded, "true")
 			}
-			Eventually(ctx, setExcluded).WithArguments(true).WithTimeout(30 * time.Second).Should(Succeed())
-			DeferCleanup(func(ctx SpecContext) {
-				Eventually(ctx, setExcluded).WithArguments(false).WithTimeout(30 * time.Second).Should(Succeed())
-			})
-			cloud = l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
-			Expect(cloud.Backends).NotTo(ContainElement(victim), "excluded node %s is still a backend of %s", victim, cloud.Name)
+			Expect(setExcluded(ctx, true)).To(Succeed(), "node %s: labelling it %s=true", victim, corev1.LabelNodeExcludeBalancers)
+			DeferCleanup(setExcluded, false)
+			Eventually(ctx, func(g Gomega) {
+				var err error
+				cloud, err = l.cloudLB(ctx, svc)
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/web", l.ns)
+				g.Expect(cloud.Backends).NotTo(ContainElement(victim),
+					"Service %s/web: expected node %s, labelled %s=true, gone from the backends of cloud load balancer %s, saw backends %v",
+					l.ns, victim, corev1.LabelNodeExcludeBalancers, cloud.Name, framework.Sorted(cloud.Backends))
+			}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
+			// And the rest are still the backends.
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
 		})
 
 		It("gives the cloud no node ports when allocateLoadBalancerNodePorts is false", func(ctx SpecContext) {
@@ -262,11 +281,12 @@ func declare(f *framework.Framework) {
 			l.create(ctx, "direct", func(s *corev1.Service) { s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false) })
 			svc := l.waitForIngress(ctx, "direct")
 			for _, p := range svc.Spec.Ports {
-				Expect(p.NodePort).To(BeZero(), "Service %s/direct has allocateLoadBalancerNodePorts=false but port %d got node port %d", l.ns, p.Port, p.NodePort)
+				Expect(p.NodePort).To(BeZero(), "Service %s/direct (allocateLoadBalancerNodePorts false): expected no node port for port %d, saw node port %d", l.ns, p.Port, p.NodePort)
 			}
 			cloud := l.expectCloudMatches(ctx, "direct", profile.LoadBalancerCreate)
 			for _, p := range cloud.Ports {
-				Expect(p.NodePort).To(BeZero(), "cloud load balancer %s forwards port %d to node port %d, but the Service allocates none", cloud.Name, p.Port, p.NodePort)
+				Expect(p.NodePort).To(BeZero(), "Service %s/direct (allocateLoadBalancerNodePorts false): expected cloud load balancer %s to forward port %d to no node port, saw node port %d",
+					l.ns, cloud.Name, p.Port, p.NodePort)
 			}
 		})
 
@@ -281,12 +301,13 @@ func declare(f *framework.Framework) {
 			l.waitForIngress(ctx, "plain")
 			Consistently(ctx, func(g Gomega) {
 				s, err := l.get(ctx, "classy")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/classy has loadBalancerClass example.com/not-this-ccm but got ingress %s", l.ns, framework.IngressAddresses(s))
-				g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(), "Service %s/classy has a loadBalancerClass but got the cleanup finalizer", l.ns)
+				g.Expect(err).NotTo(HaveOccurred(), "reading Service %s/classy", l.ns)
+				g.Expect(s.Status.LoadBalancer.Ingress).To(BeEmpty(), "Service %s/classy (loadBalancerClass example.com/not-this-ccm): expected no ingress, saw %s", l.ns, framework.IngressAddresses(s))
+				g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(),
+					"Service %s/classy (loadBalancerClass example.com/not-this-ccm): expected no %s finalizer, saw finalizers %v", l.ns, framework.LoadBalancerCleanupFinalizer, s.Finalizers)
 				cloud, err := l.cloudLB(ctx, svc)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(cloud.Exists).To(BeFalse(), "the cloud made load balancer %s for Service %s/classy, which has a loadBalancerClass", cloud.Name, l.ns)
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/classy", l.ns)
+				g.Expect(cloud.Exists).To(BeFalse(), "Service %s/classy (loadBalancerClass example.com/not-this-ccm): expected no load balancer in the cloud, saw %s", l.ns, cloud.Name)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerIgnore)).WithPolling(l.poll()).Should(Succeed())
 		})
 
@@ -298,9 +319,9 @@ func declare(f *framework.Framework) {
 			expectRanges := func(want []string) {
 				Eventually(ctx, func(g Gomega) {
 					cloud, err := l.cloudLB(ctx, svc)
-					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/ranged", l.ns)
 					g.Expect(framework.Sorted(cloud.SourceRanges)).To(Equal(framework.Sorted(want)),
-						"Service %s/ranged: cloud load balancer %s allows %v, expected %v", l.ns, cloud.Name, cloud.SourceRanges, want)
+						"Service %s/ranged: expected cloud load balancer %s to allow %v, saw %v", l.ns, cloud.Name, framework.Sorted(want), framework.Sorted(cloud.SourceRanges))
 				}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 			}
 			expectRanges(ranges)
@@ -314,13 +335,13 @@ func declare(f *framework.Framework) {
 				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 			})
 			svc := l.waitForIngress(ctx, "local")
-			Expect(svc.Spec.HealthCheckNodePort).NotTo(BeZero(), "Service %s/local has externalTrafficPolicy Local but no healthCheckNodePort", l.ns)
+			Expect(svc.Spec.HealthCheckNodePort).NotTo(BeZero(), "Service %s/local (externalTrafficPolicy Local): expected a healthCheckNodePort, saw none", l.ns)
 			Eventually(ctx, func(g Gomega) {
 				cloud, err := l.cloudLB(ctx, svc)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/local", l.ns)
 				g.Expect(cloud.HealthCheckNodePort).To(Equal(svc.Spec.HealthCheckNodePort),
-					"Service %s/local: the cloud load balancer %s health-checks node port %d, expected the Service's healthCheckNodePort %d",
-					l.ns, cloud.Name, cloud.HealthCheckNodePort, svc.Spec.HealthCheckNodePort)
+					"Service %s/local: expected cloud load balancer %s to health-check node port %d (its healthCheckNodePort), saw %d",
+					l.ns, cloud.Name, svc.Spec.HealthCheckNodePort, cloud.HealthCheckNodePort)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 		})
 

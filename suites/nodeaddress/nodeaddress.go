@@ -33,11 +33,11 @@ func declare(f *framework.Framework) {
 			var nodes []corev1.Node
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				nodes = v.Nodes()
-				g.Expect(nodes).NotTo(BeEmpty(), "the cluster has no nodes")
+				g.Expect(nodes).NotTo(BeEmpty(), "expected the cluster's nodes, saw none: the cluster has no nodes")
 				for i := range nodes {
 					n := &nodes[i]
 					g.Expect(framework.Uninitialized(n)).To(BeFalse(),
-						"node %s still has the node.cloudprovider.kubernetes.io/uninitialized taint", n.Name)
+						"node %s: expected the uninitialized taint gone, saw taints %s", n.Name, framework.FormatTaints(n.Spec.Taints))
 				}
 			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
 			return nodes
@@ -48,8 +48,8 @@ func declare(f *framework.Framework) {
 		waitInitialized := func(ctx context.Context, name string, check func(Gomega, *corev1.Node)) {
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(name)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", name)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", name)
+				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s: expected the uninitialized taint gone, saw taints %s", name, framework.FormatTaints(n.Spec.Taints))
 				if check != nil {
 					check(g, n)
 				}
@@ -65,7 +65,7 @@ func declare(f *framework.Framework) {
 		It("removes the uninitialized taint from every node and sets a providerID", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			nodes := initializedNodes(ctx)
 			for _, n := range nodes {
-				Expect(n.Spec.ProviderID).NotTo(BeEmpty(), "node %s is initialized but has no spec.providerID", n.Name)
+				Expect(n.Spec.ProviderID).NotTo(BeEmpty(), "node %s (initialized): expected a spec.providerID, saw none", n.Name)
 			}
 		})
 
@@ -84,7 +84,7 @@ func declare(f *framework.Framework) {
 			Eventually(ctx, func(g Gomega) {
 				for _, n := range f.View().Nodes() {
 					inst, err := f.Driver.GetInstance(ctx, n.Name)
-					g.Expect(err).NotTo(HaveOccurred(), "instance of node %s", n.Name)
+					g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the instance of node %s", n.Name)
 					want, err := framework.ExpectedAddresses(inst.Addresses, framework.ProvidedNodeIPs(&n))
 					g.Expect(err).NotTo(HaveOccurred(), "node %s", n.Name)
 					g.Expect(framework.SameAddressSet(n.Status.Addresses, want)).To(BeTrue(),
@@ -120,11 +120,12 @@ func declare(f *framework.Framework) {
 			f.RequireMachines()
 			added := time.Now()
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "adding a machine")
 			DeferCleanup(f.Machines.Delete, m.Name)
 
 			waitInitialized(ctx, m.Name, func(g Gomega, n *corev1.Node) {
-				g.Expect(n.Spec.ProviderID).To(Equal(m.Instance.ProviderID), "node %s: spec.providerID", m.Name)
+				g.Expect(n.Spec.ProviderID).To(Equal(m.Instance.ProviderID), "node %s: expected spec.providerID %q (its instance's), saw %q",
+					m.Name, m.Instance.ProviderID, n.Spec.ProviderID)
 			})
 			AddReportEntry("node-initialized", time.Since(added), ReportEntryVisibilityFailureOrVerbose)
 		})
@@ -133,7 +134,7 @@ func declare(f *framework.Framework) {
 			f.RequireMachines()
 			f.RequireDriverVerbs(clouddriver.VerbInstanceSetAddresses)
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "adding a machine")
 			DeferCleanup(f.Machines.Delete, m.Name)
 
 			waitInitialized(ctx, m.Name, nil)
@@ -150,13 +151,13 @@ func declare(f *framework.Framework) {
 			}
 			changed = append(changed, clouddriver.Address{Type: string(corev1.NodeExternalIP), Address: newExternal})
 			inst, err := f.Driver.SetInstanceAddresses(ctx, m.Name, changed)
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "instance %s: setting the addresses [%s]", m.Name, framework.FormatAddresses(changed))
 			want, err := framework.ExpectedAddresses(inst.Addresses, nil)
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(m.Name)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 				g.Expect(framework.SameAddressSet(n.Status.Addresses, want)).To(BeTrue(),
 					"node %s: expected addresses [%s] after the cloud changed them, saw [%s]",
 					m.Name, framework.FormatAddresses(want), framework.FormatAddresses(n.Status.Addresses))

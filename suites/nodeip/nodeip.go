@@ -64,7 +64,7 @@ func declare(f *framework.Framework) {
 				families[i] = string(fam)
 			}
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{IPFamilies: families, NoKubelet: true})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "creating an instance of families %v", families)
 			DeferCleanup(f.Machines.Delete, m.Name)
 
 			addrs := append([]clouddriver.Address{}, m.Instance.Addresses...)
@@ -76,38 +76,39 @@ func declare(f *framework.Framework) {
 						hasInternal = true
 					}
 				}
-				Expect(hasInternal).To(BeTrue(), "instance %s was created with family %s but the cloud reports no %s InternalIP: [%s]",
+				Expect(hasInternal).To(BeTrue(), "instance %s (created with family %s): expected an %s InternalIP, saw addresses [%s]",
 					m.Name, fam, fam, framework.FormatAddresses(m.Instance.Addresses))
 				ip := secondaryAddress(fam)
 				addrs = append(addrs, clouddriver.Address{Type: string(corev1.NodeInternalIP), Address: ip})
 				nodeIPs = append(nodeIPs, ip)
 			}
 			inst, err := f.Driver.SetInstanceAddresses(ctx, m.Name, addrs)
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "instance %s: adding the addresses %v", m.Name, nodeIPs)
 			m.Instance = inst
 
 			m.Kubelet, err = f.Machines.StartKubelet(ctx, nodes.Spec{Name: m.Name, NodeIPs: nodeIPs})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "registering node %s with node IPs %v", m.Name, nodeIPs)
 			return m, nodeIPs
 		}
 
 		expectNodeIPsHonoured := func(ctx context.Context, m *framework.Machine, nodeIPs []string) {
 			want, err := framework.ExpectedAddresses(m.Instance.Addresses, nodeIPs)
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(m.Name)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 				g.Expect(framework.Uninitialized(n)).To(BeFalse(), func() string {
 					// Built only when the wait gives up: it reads events and logs.
-					return fmt.Sprintf("node %s (node IPs %s) still has the uninitialized taint; CCM says: %s",
+					return fmt.Sprintf("node %s (node IPs %s): expected the uninitialized taint gone, saw it still there; CCM's reason: %s",
 						m.Name, strings.Join(nodeIPs, ","), f.CCMReason(ctx, m.Name))
 				})
 				got := n.Status.Addresses
-				g.Expect(len(got)).To(BeNumerically(">=", len(nodeIPs)), "node %s: addresses [%s]", m.Name, framework.FormatAddresses(got))
+				g.Expect(len(got)).To(BeNumerically(">=", len(nodeIPs)), "node %s: expected addresses [%s], saw [%s]",
+					m.Name, framework.FormatAddresses(want), framework.FormatAddresses(got))
 				for i, ip := range nodeIPs {
 					g.Expect(got[i].Address).To(Equal(ip),
-						"node %s: address #%d should be node IP %s (expected [%s], saw [%s])",
-						m.Name, i+1, ip, framework.FormatAddresses(want), framework.FormatAddresses(got))
+						"node %s: expected node IP %s as address #%d, saw %s (expected [%s], saw [%s])",
+						m.Name, ip, i+1, got[i].Address, framework.FormatAddresses(want), framework.FormatAddresses(got))
 				}
 				g.Expect(got).To(Equal(want), "node %s: expected addresses [%s], saw [%s]",
 					m.Name, framework.FormatAddresses(want), framework.FormatAddresses(got))
@@ -138,13 +139,13 @@ func declare(f *framework.Framework) {
 			f.RequireMachines()
 			f.RequireDriverVerbs(clouddriver.VerbInstanceSetAddresses)
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{IPFamilies: []string{string(ipv4)}, NoKubelet: true})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "creating an IPv4 instance")
 			DeferCleanup(f.Machines.Delete, m.Name)
 
 			// 192.0.2.0/24 is TEST-NET-1: no cloud gives it to an instance.
 			unknown := fmt.Sprintf("192.0.2.%d", 1+rand.IntN(254))
 			_, err = f.Machines.StartKubelet(ctx, nodes.Spec{Name: m.Name, NodeIPs: []string{unknown}})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "registering node %s with node IP %s", m.Name, unknown)
 
 			// The control: a node registered after it, whose node IP the
 			// cloud knows, is initialized. The CCM's node controller works
@@ -154,12 +155,12 @@ func declare(f *framework.Framework) {
 
 			f.Consistently(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(m.Name)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 				g.Expect(framework.Uninitialized(n)).To(BeTrue(),
-					"node %s announced node IP %s, which its instance does not have ([%s]), yet the CCM removed the uninitialized taint",
+					"node %s (node IP %s, not an address of its instance: [%s]): expected the uninitialized taint kept, saw it removed",
 					m.Name, unknown, framework.FormatAddresses(m.Instance.Addresses))
 				g.Expect(n.Spec.ProviderID).To(BeEmpty(),
-					"node %s announced unknown node IP %s, yet the CCM set providerID %q", m.Name, unknown, n.Spec.ProviderID)
+					"node %s (unknown node IP %s): expected no providerID, saw %q", m.Name, unknown, n.Spec.ProviderID)
 			}).WithTimeout(f.Timeout(profile.NodeIPRejection)).Should(Succeed())
 
 			reason := f.CCMReason(ctx, m.Name)

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -38,24 +39,38 @@ func declare(f *framework.Framework) {
 		// kube-controller-manager marks a silent node so after its
 		// --node-monitor-grace-period, which the node timeouts include.
 
+		// gone reports whether a View's answer for a Node says it is
+		// deleted or being deleted.
+		gone := func(n *corev1.Node, err error) bool {
+			return apierrors.IsNotFound(err) || err == nil && n.DeletionTimestamp != nil
+		}
+
 		initializedMachine := func(ctx context.Context) *framework.Machine {
 			f.RequireMachines()
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "adding a machine")
 			DeferCleanup(f.Machines.Delete, m.Name)
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(m.Name)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s still has the uninitialized taint", m.Name)
+				if gone(n, err) {
+					StopTrying(fmt.Sprintf("node %s was deleted before it was initialized, although its instance exists: expected the CCM to initialize it", m.Name)).Now()
+				}
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
+				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s: expected the uninitialized taint gone, saw taints %s", m.Name, framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
 			return m
 		}
 
-		waitNotReady := func(ctx context.Context, name string) {
+		// waitNotReady waits until the node is NotReady. A node deleted
+		// meanwhile is a failure at once: ifDeleted says why.
+		waitNotReady := func(ctx context.Context, name, ifDeleted string) {
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(name)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.Ready(n)).To(BeFalse(), "node %s is still Ready although its kubelet went silent", name)
+				if gone(n, err) {
+					StopTrying(fmt.Sprintf("node %s was deleted %s", name, ifDeleted)).Now()
+				}
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", name)
+				g.Expect(framework.Ready(n)).To(BeFalse(), "node %s: expected NotReady once its kubelet went silent, saw Ready", name)
 			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 		}
 
@@ -65,8 +80,9 @@ func declare(f *framework.Framework) {
 				if apierrors.IsNotFound(err) {
 					return
 				}
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(n.DeletionTimestamp).NotTo(BeNil(), "node %s still exists (Ready=%v, taints %s) although %s", name, framework.Ready(n), framework.FormatTaints(n.Spec.Taints), why)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", name)
+				g.Expect(n.DeletionTimestamp).NotTo(BeNil(), "node %s: expected it deleted, since %s; saw it still there (Ready=%v, taints %s)",
+					name, why, framework.Ready(n), framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeDeletion)).Should(Succeed())
 		}
 
@@ -74,11 +90,11 @@ func declare(f *framework.Framework) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceDelete)
 			m := initializedMachine(ctx)
 			before, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "listing the nodes")
 
 			// The machine is gone: its kubelet with it.
 			m.Kubelet.Stop()
-			Expect(f.Driver.DeleteInstance(ctx, m.Name)).To(Succeed())
+			Expect(f.Driver.DeleteInstance(ctx, m.Name)).To(Succeed(), "deleting the instance of node %s", m.Name)
 			expectDeleted(ctx, m.Name, "its instance was deleted from the cloud")
 
 			for _, n := range before.Items {
@@ -86,7 +102,10 @@ func declare(f *framework.Framework) {
 					continue
 				}
 				_, err := f.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-				Expect(err).NotTo(HaveOccurred(), "node %s, whose instance still exists, was deleted too", n.Name)
+				if apierrors.IsNotFound(err) {
+					Fail(fmt.Sprintf("node %s: expected it kept, since its instance still exists, saw it deleted along with node %s", n.Name, m.Name))
+				}
+				Expect(err).NotTo(HaveOccurred(), "reading node %s", n.Name)
 			}
 		})
 
@@ -95,27 +114,32 @@ func declare(f *framework.Framework) {
 			m := initializedMachine(ctx)
 
 			m.Kubelet.Stop()
-			Expect(f.Driver.StopInstance(ctx, m.Name)).To(Succeed())
-			waitNotReady(ctx, m.Name)
+			Expect(f.Driver.StopInstance(ctx, m.Name)).To(Succeed(), "stopping the instance of node %s", m.Name)
+			// Deleted: what a CCM that takes a stopped instance for a
+			// gone one does. It cannot be undone, so the spec fails at once.
+			deleted := fmt.Sprintf("although its instance was only stopped: expected the Node kept and tainted %s", cloudproviderapi.TaintNodeShutdown)
+			waitNotReady(ctx, m.Name, deleted)
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(m.Name)
-				if apierrors.IsNotFound(err) {
-					StopTrying(fmt.Sprintf("node %s was deleted, but its instance is only stopped: a Node of a stopped instance must be kept (and tainted %s)",
-						m.Name, cloudproviderapi.TaintNodeShutdown)).Now()
+				if gone(n, err) {
+					StopTrying(fmt.Sprintf("node %s was deleted %s", m.Name, deleted)).Now()
 				}
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 				g.Expect(framework.HasTaint(n, cloudproviderapi.TaintNodeShutdown)).To(BeTrue(),
-					"node %s: instance is stopped and the node NotReady, expected taint %s, saw taints %v", m.Name, cloudproviderapi.TaintNodeShutdown, n.Spec.Taints)
+					"node %s (instance stopped, node NotReady): expected taint %s, saw taints %s", m.Name, cloudproviderapi.TaintNodeShutdown, framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 
-			Expect(f.Driver.StartInstance(ctx, m.Name)).To(Succeed())
+			Expect(f.Driver.StartInstance(ctx, m.Name)).To(Succeed(), "starting the instance of node %s", m.Name)
 			m.Kubelet.Resume()
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(m.Name)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.Ready(n)).To(BeTrue(), "node %s is not Ready after its instance started", m.Name)
+				if gone(n, err) {
+					StopTrying(fmt.Sprintf("node %s was deleted after its instance started again: expected it Ready and without taint %s", m.Name, cloudproviderapi.TaintNodeShutdown)).Now()
+				}
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
+				g.Expect(framework.Ready(n)).To(BeTrue(), "node %s: expected Ready once its instance started and its kubelet resumed, saw NotReady", m.Name)
 				g.Expect(framework.HasTaint(n, cloudproviderapi.TaintNodeShutdown)).To(BeFalse(),
-					"node %s: instance running again, yet the %s taint stays", m.Name, cloudproviderapi.TaintNodeShutdown)
+					"node %s (instance running again): expected taint %s gone, saw taints %s", m.Name, cloudproviderapi.TaintNodeShutdown, framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 		})
 
@@ -123,13 +147,13 @@ func declare(f *framework.Framework) {
 			f.RequireMachines()
 			name := framework.UniqueName("ccm-phantom")
 			k, err := f.Machines.StartKubelet(ctx, nodes.Spec{Name: name})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "registering node %s, which has no instance", name)
 			DeferCleanup(f.Machines.Delete, name)
 
 			f.Consistently(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(name)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(framework.Uninitialized(n)).To(BeTrue(), "node %s has no instance in the cloud, yet the CCM initialized it (providerID %q)", name, n.Spec.ProviderID)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s (no instance in the cloud, Ready): expected it kept while Ready", name)
+				g.Expect(framework.Uninitialized(n)).To(BeTrue(), "node %s (no instance in the cloud): expected it uninitialized, saw it initialized (providerID %q)", name, n.Spec.ProviderID)
 			}).WithTimeout(4 * f.PollInterval()).Should(Succeed())
 
 			k.Stop()
@@ -140,22 +164,27 @@ func declare(f *framework.Framework) {
 			f.RequireDriverVerbs(clouddriver.VerbFaultInject, clouddriver.VerbFaultClear, clouddriver.VerbInstanceDelete)
 			m := initializedMachine(ctx)
 
-			Expect(f.Driver.InjectFault(ctx, clouddriver.FaultTargetInstances, 1)).To(Succeed())
+			Expect(f.Driver.InjectFault(ctx, clouddriver.FaultTargetInstances, 1)).To(Succeed(), "making the cloud's instance API fail")
 			DeferCleanup(f.Driver.ClearFaults)
 			m.Kubelet.Stop()
-			waitNotReady(ctx, m.Name)
+			// Deleted while the cloud cannot say whether the instance
+			// exists: that cannot be undone, so the spec fails at once.
+			deleted := "while the cloud answered every instance lookup with an error: expected it kept, since an error is no sign that the instance is gone"
+			waitNotReady(ctx, m.Name, deleted)
 			var mark int64
 			callLog := f.Driver.Supports(clouddriver.VerbCallsList)
 			if callLog {
 				_, last, err := f.Driver.ListCalls(ctx, 0)
-				Expect(err).NotTo(HaveOccurred())
+				Expect(err).NotTo(HaveOccurred(), "reading the cloud's call log")
 				mark = last
 			}
 
 			nodeKept := func(g Gomega) {
-				_, err := f.View().Node(m.Name)
-				g.Expect(err).NotTo(HaveOccurred(),
-					"node %s was deleted while the cloud answered every instance lookup with an error: the CCM must not take an error for a missing instance", m.Name)
+				n, err := f.View().Node(m.Name)
+				if gone(n, err) {
+					StopTrying(fmt.Sprintf("node %s was deleted %s", m.Name, deleted)).Now()
+				}
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 			}
 			if callLog {
 				// The control: since the node turned NotReady, the cloud
@@ -166,7 +195,7 @@ func declare(f *framework.Framework) {
 				Eventually(ctx, func(g Gomega) {
 					nodeKept(g)
 					calls, _, err := f.Driver.ListCalls(ctx, mark)
-					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(err).NotTo(HaveOccurred(), "reading the cloud's call log")
 					failed := 0
 					for _, c := range calls {
 						if c.Resource == m.Name && c.Error != "" {
@@ -174,8 +203,8 @@ func declare(f *framework.Framework) {
 						}
 					}
 					g.Expect(failed).To(BeNumerically(">=", failedLookups),
-						"node %s is NotReady and the cloud's instance API fails, yet the cloud logged %d failed lookups of its instance by the CCM since (%d calls in all), expected %d: is the fault in effect, does the CCM look?",
-						m.Name, failed, len(calls), failedLookups)
+						"node %s (NotReady, the cloud's instance API failing): expected the cloud to log %d failed lookups of its instance by the CCM, saw %d (of %d calls since): is the fault in effect, does the CCM look?",
+						m.Name, failedLookups, failed, len(calls))
 				}).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
 			} else {
 				Consistently(ctx, nodeKept).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
@@ -183,8 +212,8 @@ func declare(f *framework.Framework) {
 
 			// The same CCM acts once the cloud answers again and the
 			// instance is gone.
-			Expect(f.Driver.ClearFaults(ctx)).To(Succeed())
-			Expect(f.Driver.DeleteInstance(ctx, m.Name)).To(Succeed())
+			Expect(f.Driver.ClearFaults(ctx)).To(Succeed(), "clearing the cloud's faults")
+			Expect(f.Driver.DeleteInstance(ctx, m.Name)).To(Succeed(), "deleting the instance of node %s", m.Name)
 			expectDeleted(ctx, m.Name, "the cloud answers again and says its instance is gone")
 		})
 	})

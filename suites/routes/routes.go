@@ -65,12 +65,12 @@ func declare(f *framework.Framework) {
 			Eventually(ctx, func(g Gomega) {
 				list := f.View().Nodes()
 				routes, err := f.Driver.ListRoutes(ctx)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the routes")
 				for _, n := range list {
-					g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s has no podCIDRs (is node CIDR allocation on?)", n.Name)
+					g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s: expected podCIDRs, saw none (is node CIDR allocation on?)", n.Name)
 					for _, cidr := range n.Spec.PodCIDRs {
 						g.Expect(hasRoute(routes, cidr, n.Name)).To(BeTrue(),
-							"node %s: expected a cloud route %s->%s, the cloud has [%s]", n.Name, cidr, n.Name, formatRoutes(routes))
+							"node %s: expected a cloud route %s->%s, saw [%s]", n.Name, cidr, n.Name, formatRoutes(routes))
 					}
 				}
 				nodes = list
@@ -91,14 +91,14 @@ func declare(f *framework.Framework) {
 				families := map[bool]bool{}
 				for _, cidr := range n.Spec.PodCIDRs {
 					ip, _, err := net.ParseCIDR(cidr)
-					Expect(err).NotTo(HaveOccurred())
+					Expect(err).NotTo(HaveOccurred(), "node %s: podCIDR %q", n.Name, cidr)
 					families[ip.To4() != nil] = true
 				}
 				if len(families) == 2 {
 					dual++
 				}
 			}
-			Expect(dual).To(BeNumerically(">", 0), "no node has podCIDRs of both families; the cluster is not dual-stack")
+			Expect(dual).To(BeNumerically(">", 0), "expected a node with podCIDRs of both families, saw none among %d nodes: the cluster is not dual-stack", len(nodes))
 		})
 
 		It("clears NodeNetworkUnavailable with reason RouteCreated on every node", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
@@ -110,10 +110,10 @@ func declare(f *framework.Framework) {
 							cond = &n.Status.Conditions[i]
 						}
 					}
-					g.Expect(cond).NotTo(BeNil(), "node %s has no NetworkUnavailable condition", n.Name)
-					g.Expect(cond.Status).To(Equal(corev1.ConditionFalse), "node %s: NetworkUnavailable is %s (%s: %s), expected False",
+					g.Expect(cond).NotTo(BeNil(), "node %s: expected a NetworkUnavailable condition, saw none", n.Name)
+					g.Expect(cond.Status).To(Equal(corev1.ConditionFalse), "node %s: expected NetworkUnavailable False, saw %s (%s: %s)",
 						n.Name, cond.Status, cond.Reason, cond.Message)
-					g.Expect(cond.Reason).To(Equal("RouteCreated"), "node %s: NetworkUnavailable reason is %q, expected RouteCreated", n.Name, cond.Reason)
+					g.Expect(cond.Reason).To(Equal("RouteCreated"), "node %s: expected NetworkUnavailable reason RouteCreated, saw %q", n.Name, cond.Reason)
 				}
 			}).WithTimeout(f.Timeout(profile.RouteSync)).Should(Succeed())
 		})
@@ -122,32 +122,32 @@ func declare(f *framework.Framework) {
 			f.RequireMachines()
 			f.RequireDriverVerbs(clouddriver.VerbRoutesList)
 			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(err).NotTo(HaveOccurred(), "adding a machine")
 			DeferCleanup(f.Machines.Delete, m.Name)
 
 			var podCIDRs []string
 			Eventually(ctx, func(g Gomega) {
 				n, err := f.View().Node(m.Name)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s has no podCIDRs yet", m.Name)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
+				g.Expect(n.Spec.PodCIDRs).NotTo(BeEmpty(), "node %s: expected podCIDRs, saw none yet", m.Name)
 				routes, err := f.Driver.ListRoutes(ctx)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the routes")
 				for _, cidr := range n.Spec.PodCIDRs {
-					g.Expect(hasRoute(routes, cidr, m.Name)).To(BeTrue(), "node %s: no route %s->%s yet; the cloud has [%s]", m.Name, cidr, m.Name, formatRoutes(routes))
+					g.Expect(hasRoute(routes, cidr, m.Name)).To(BeTrue(), "node %s: expected a cloud route %s->%s, saw [%s]", m.Name, cidr, m.Name, formatRoutes(routes))
 				}
 				podCIDRs = n.Spec.PodCIDRs
 			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
 
-			Expect(f.Machines.Delete(ctx, m.Name)).To(Succeed())
+			Expect(f.Machines.Delete(ctx, m.Name)).To(Succeed(), "deleting machine %s", m.Name)
 			Eventually(ctx, func(g Gomega) {
 				routes, err := f.Driver.ListRoutes(ctx)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the routes")
 				for _, r := range routes {
-					g.Expect(r.NodeName).NotTo(Equal(m.Name), "node %s is deleted but the cloud still routes %s to it", m.Name, r.DestinationCIDR)
+					g.Expect(r.NodeName).NotTo(Equal(m.Name), "node %s (deleted): expected no cloud route to it, saw %s->%s", m.Name, r.DestinationCIDR, r.NodeName)
 				}
 				for _, cidr := range podCIDRs {
 					r, ok := routeFor(routes, cidr)
-					g.Expect(ok).To(BeFalse(), "node %s is deleted but its podCIDR %s still has route %s->%s", m.Name, cidr, r.DestinationCIDR, r.NodeName)
+					g.Expect(ok).To(BeFalse(), "node %s (deleted): expected no cloud route for its podCIDR %s, saw %s->%s", m.Name, cidr, r.DestinationCIDR, r.NodeName)
 				}
 			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
 		})
@@ -168,7 +168,7 @@ func declare(f *framework.Framework) {
 			// The last /24 of the cluster network, which the node IPAM
 			// allocates last, for a node that does not exist.
 			ones, bits := clusterV4.Mask.Size()
-			Expect(bits-ones).To(BeNumerically(">=", 8), "cluster network %s is smaller than a /24", clusterV4)
+			Expect(bits-ones).To(BeNumerically(">=", 8), "cluster network %s: expected a /24 or larger, saw a /%d", clusterV4, ones)
 			inside := clusterV4.IP.To4()
 			last := make(net.IP, 4)
 			copy(last, inside)
@@ -180,36 +180,40 @@ func declare(f *framework.Framework) {
 			outsideCIDR := fmt.Sprintf("198.18.%d.0/24", rand.IntN(256))
 			ghost := framework.UniqueName("ccm-ghost")
 
-			stray, err := f.Driver.CreateRoute(ctx, ghost, strayCIDR)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx SpecContext) {
-				if err := f.Driver.DeleteRoute(ctx, stray.Name); err != nil && !clouddriver.IsNotFound(err) {
-					Fail(err.Error())
-				}
-			})
+			// The route outside the cluster network goes to a node that
+			// exists, so that only its destination sets it apart.
 			list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(list.Items).NotTo(BeEmpty())
-			outside, err := f.Driver.CreateRoute(ctx, list.Items[0].Name, outsideCIDR)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx SpecContext) {
-				if err := f.Driver.DeleteRoute(ctx, outside.Name); err != nil && !clouddriver.IsNotFound(err) {
-					Fail(err.Error())
+			Expect(err).NotTo(HaveOccurred(), "listing the nodes")
+			if len(list.Items) == 0 {
+				Skip("the cluster has no nodes, and the spec needs one as the target of a route outside the cluster network")
+			}
+			target := list.Items[0].Name
+
+			deleteRoute := func(ctx context.Context, name string) error {
+				if err := f.Driver.DeleteRoute(ctx, name); err != nil && !clouddriver.IsNotFound(err) {
+					return fmt.Errorf("deleting route %s: %w", name, err)
 				}
-			})
+				return nil
+			}
+			stray, err := f.Driver.CreateRoute(ctx, ghost, strayCIDR)
+			Expect(err).NotTo(HaveOccurred(), "creating route %s->%s", strayCIDR, ghost)
+			DeferCleanup(deleteRoute, stray.Name)
+			outside, err := f.Driver.CreateRoute(ctx, target, outsideCIDR)
+			Expect(err).NotTo(HaveOccurred(), "creating route %s->%s", outsideCIDR, target)
+			DeferCleanup(deleteRoute, outside.Name)
 
 			Eventually(ctx, func(g Gomega) {
 				routes, err := f.Driver.ListRoutes(ctx)
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the routes")
 				_, ok := routeFor(routes, strayCIDR)
-				g.Expect(ok).To(BeFalse(), "route %s->%s is inside the cluster network %s for a node that does not exist, yet it is still there",
+				g.Expect(ok).To(BeFalse(), "route %s->%s (inside the cluster network %s, to a node that does not exist): expected it removed, saw it still there",
 					strayCIDR, ghost, clusterV4)
 			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
 
 			routes, err := f.Driver.ListRoutes(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(hasRoute(routes, outsideCIDR, list.Items[0].Name)).To(BeTrue(),
-				"route %s->%s is outside the cluster network %s, yet the CCM removed it; the cloud has [%s]", outsideCIDR, list.Items[0].Name, clusterV4, formatRoutes(routes))
+			Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the routes")
+			Expect(hasRoute(routes, outsideCIDR, target)).To(BeTrue(),
+				"route %s->%s (outside the cluster network %s): expected it kept, saw it removed; the cloud has [%s]", outsideCIDR, target, clusterV4, formatRoutes(routes))
 		})
 	})
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/suites"
 )
@@ -19,19 +20,31 @@ func newListCommand(stdout io.Writer) *cobra.Command {
 		Use:   "list",
 		Short: "List the specs and their labels",
 		Long: `List prints every spec with its labels. Capability labels (InstancesV2,
-LoadBalancer, ...) say what a profile must declare for the spec to run; with
---provider, specs the profile would skip are marked with the missing
-capability.`,
+LoadBalancer, ...) say what a profile must declare for the spec to run.
+
+With --provider, the profile is checked as 'run' checks it (its cloud driver
+answers its 'info' handshake), and each spec a run on the local cluster
+would skip is marked with the reason the run would give: the missing
+capability, a cloud-driver verb the driver does not implement, or simulated
+machines the driver cannot create.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var p *profile.Profile
-			if profilePath != "" {
-				var err error
-				if p, err = profile.Load(profilePath); err != nil {
-					return &exitError{code: runner.ExitHarnessError, err: err}
-				}
+			if output != "text" && output != "json" {
+				return &exitError{code: runner.ExitHarnessError, err: fmt.Errorf("--output %q: want text or json", output)}
 			}
-			specs, err := runner.List(suites.All(), labelFilter)
+			var (
+				specs []runner.SpecInfo
+				err   error
+			)
+			if profilePath != "" {
+				specs, err = runner.ListForProfile(context.Background(), runner.ListOptions{
+					Suites: suites.All(), LabelFilter: labelFilter, ProfilePath: profilePath,
+					// As `run` without --kubeconfig: the local cluster.
+					SimulatesNodes: true, ClusterCIDRs: local.DefaultClusterCIDRs(),
+				})
+			} else {
+				specs, err = runner.List(suites.All(), labelFilter)
+			}
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
@@ -40,30 +53,35 @@ capability.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(specs)
 			}
-			if output != "text" {
-				return &exitError{code: runner.ExitHarnessError, err: fmt.Errorf("--output %q: want text or json", output)}
-			}
+			skipped := 0
 			for _, s := range specs {
 				line := fmt.Sprintf("%s [%s]", s.Text, strings.Join(s.Labels, ", "))
-				if p != nil {
-					var missing []string
-					for _, l := range s.Labels {
-						if c := profile.Capability(l); c.Known() && !p.Has(c) {
-							missing = append(missing, l)
-						}
-					}
-					if len(missing) > 0 {
-						line += " (skipped: missing " + strings.Join(missing, ", ") + ")"
-					}
+				if s.Skip != "" {
+					skipped++
+					line += " (skipped: " + skipReason(s) + ")"
 				}
 				fmt.Fprintln(stdout, line)
 			}
-			fmt.Fprintf(stdout, "%d specs\n", len(specs))
+			if profilePath != "" {
+				fmt.Fprintf(stdout, "%d specs, %d would run, %d would skip\n", len(specs), len(specs)-skipped, skipped)
+			} else {
+				fmt.Fprintf(stdout, "%d specs\n", len(specs))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&labelFilter, "label-filter", "", "only specs this ginkgo label filter selects")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	cmd.Flags().StringVar(&profilePath, "provider", "", "mark the specs this profile would skip")
+	cmd.Flags().StringVar(&profilePath, "provider", "", "mark the specs a run with this profile would skip, and why")
 	return cmd
+}
+
+// skipReason says why a spec would skip: "missing CAP, ..." for
+// capabilities the profile does not declare, else the run's own skip
+// message.
+func skipReason(s runner.SpecInfo) string {
+	if _, caps, ok := strings.Cut(s.Skip, "does not declare capability "); ok {
+		return "missing " + caps
+	}
+	return s.Skip
 }

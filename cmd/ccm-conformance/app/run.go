@@ -17,7 +17,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
-	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/suites"
 )
 
@@ -74,35 +74,11 @@ profile does not declare is skipped and says which one was missing.`,
 			if err := chooseLanes(&opts, parallel, kubeconfig == "" && clusterDir == ""); err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
-			pl, err := newProwLayout(cmd, &opts)
+			ro, err := runDirOptions(cmd, opts, stdout)
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
-			if opts.Lanes > 0 {
-				opts.LaneCommand = laneCommand(opts.ArtifactsDir)
-			}
-			resultsDir := opts.ArtifactsDir
-			if pl != nil {
-				resultsDir = pl.dst
-			}
-			buildLog := prow.NewBuildLog(opts.ArtifactsDir)
-			opts.Out = buildLog.Tee(stdout)
-			opts.Observers = append(opts.Observers, prow.NewObserver(opts.ArtifactsDir))
-			res, err := runner.Run(ctx, opts)
-			code := runner.ExitCode(res, err)
-			if errors.Is(err, runner.ErrInterrupted) {
-				err = errors.New("run interrupted; partial results are in " + resultsDir)
-			}
-			if err != nil && buildLog.Opened() {
-				// The line Main prints on stderr belongs in the build log too.
-				fmt.Fprintf(buildLog, "ccm-conformance: %s\n", err)
-			}
-			if cerr := buildLog.Close(); cerr != nil {
-				fmt.Fprintf(stdout, "[ccm-conformance] build log: %v\n", cerr)
-			}
-			if pl != nil {
-				code = pl.finish(code, stdout)
-			}
+			code, err := rundir.Run(ctx, ro)
 			if code != 0 {
 				return &exitError{code: code, err: err}
 			}
@@ -111,7 +87,7 @@ profile does not declare is skipped and says which one was missing.`,
 	}
 	cmd.Flags().StringVar(&opts.ProfilePath, "provider", "", "provider profile (YAML, see docs/profile.md)")
 	cmd.Flags().StringVar(&opts.LabelFilter, "label-filter", "", "ginkgo label filter selecting specs, e.g. 'InstancesV2 && !IPv6'")
-	cmd.Flags().StringVar(&opts.ArtifactsDir, "artifacts", defaultArtifacts(), "run directory for started.json, finished.json, build-log.txt and artifacts/ (default _artifacts; with only $ARTIFACTS set, results go straight into it, as a Prow job's)")
+	cmd.Flags().StringVar(&opts.ArtifactsDir, "artifacts", defaultArtifacts(), "run directory for started.json, finished.json, build-log.txt and artifacts/ (with only $ARTIFACTS set, results go straight into it, as a Prow job's)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "run against this existing cluster instead of the embedded local one")
 	cmd.Flags().StringVar(&clusterDir, "cluster-dir", "", "run on the local cluster that 'ccm-conformance cluster up --dir DIR' started, and leave it running")
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "Kubernetes release of the local cluster (default: the version this build is pinned to)")
@@ -195,9 +171,4 @@ func runLaneWorker(ctx context.Context, opts runner.Options, laneFile string, st
 	return nil
 }
 
-func defaultArtifacts() string {
-	if a := os.Getenv("ARTIFACTS"); a != "" {
-		return a
-	}
-	return runner.DefaultArtifactsDir
-}
+func defaultArtifacts() string { return rundir.DefaultArtifacts(os.Getenv) }

@@ -18,14 +18,16 @@ func newTestGridConfigCommand(stdout io.Writer) *cobra.Command {
 		Long: `testgrid-config prints a YAML snippet for a TestGrid configuration: a test
 group that reads a provider's runs from the bucket they are published to
 (gcs_prefix BUCKET/PREFIX/logs/<job>), with columns headed by the Kubernetes
-version, the CCM digest and the CCM image from each run's finished.json, and
-disable_prowjob_analysis set, since runs published without Prow have no
-prowjob.json (TestGrid would otherwise show a "Pod" row of skips); and a
-dashboard tab showing the group, alerting when results are older than
---stale-after or fail --failures-to-alert times in a row.
+version, the CCM digest and the CCM image from each run's finished.json;
+for a store that publish writes, disable_prowjob_analysis is set, since
+those runs have no prowjob.json or podinfo.json (TestGrid would otherwise
+add a "Pod" row of "!" cells, running and then passed with skips), while
+for a Prow job (--job) it is left unset; and a dashboard tab showing the
+group, alerting when results are older than --stale-after or fail
+--failures-to-alert times in a row.
 
 --provider is the profile's name; the job is ccm-conformance-<provider>, as
-'publish' writes it, unless --job names a Prow job. Exit codes: 0 printed,
+'publish' writes it, unless --job names a Prow job whose runs Prow uploads. Exit codes: 0 printed,
 2 bad flags.`,
 		Example: `  ccm-conformance testgrid-config --provider aws --bucket gs://ccm-results
   ccm-conformance testgrid-config --provider aws --bucket gs://kubernetes-jenkins --job ci-aws-ccm-conformance --dashboard provider-aws`,

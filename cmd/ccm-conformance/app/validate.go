@@ -1,13 +1,14 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 )
 
@@ -15,17 +16,32 @@ func newValidateCommand(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate-profile FILE",
 		Short: "Check a provider profile without running anything",
-		Args:  cobra.ExactArgs(1),
+		Long: `validate-profile checks a profile as 'run' checks it before anything starts:
+its fields, the executables it names (the CCM, the services, the cloud
+driver), the leader migration configuration, and the cloud driver's answer
+to its 'info' handshake. A problem is one line naming the profile and the
+field, with exit code 2.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := profile.Load(args[0])
+			checked, err := runner.CheckProfile(context.Background(), runner.CheckOptions{ProfilePath: args[0]})
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
+			p := checked.Profile
 			caps := make([]string, len(p.Capabilities))
 			for i, c := range p.Capabilities {
 				caps[i] = string(c)
 			}
 			fmt.Fprintf(stdout, "profile %s is valid: provider %q, capabilities %s\n", args[0], p.Name, strings.Join(caps, ", "))
+			if d := checked.Driver; d != nil {
+				fmt.Fprintf(stdout, "cloud driver: provider %q, protocol %s, %d verbs\n", d.Provider, d.ProtocolVersion, len(d.Verbs))
+				drv := clouddriver.FromInfo(*d)
+				if !drv.Supports(clouddriver.VerbInstanceCreate) || !drv.Supports(clouddriver.VerbInstanceDelete) {
+					fmt.Fprintln(stdout, `note: the cloud driver does not implement "instance create" and "instance delete", so the profile runs only on an existing cluster (--kubeconfig)`)
+				}
+			} else if p.CCM.Binary != nil {
+				fmt.Fprintln(stdout, "note: the profile has no cloud driver, so it runs only on an existing cluster (--kubeconfig), and specs that check the cloud skip")
+			}
 			return nil
 		},
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/suites"
 )
 
@@ -49,7 +50,7 @@ var Version = "devel"
 
 // Environment variables of the kubetest2 tester protocol.
 const (
-	EnvArtifacts  = "ARTIFACTS"
+	EnvArtifacts  = rundir.EnvArtifacts
 	EnvKubeconfig = "KUBECONFIG"
 	EnvRunDir     = "KUBETEST2_RUN_DIR"
 	EnvRunID      = "KUBETEST2_RUN_ID"
@@ -82,7 +83,7 @@ func newFlags(o *options, getenv env) *pflag.FlagSet {
 	fs.StringVar(&o.provider, "provider", "", "provider profile (YAML, docs/profile.md); ccm.deployed for a CCM running in the cluster")
 	fs.StringVar(&o.labelFilter, "label-filter", "", "ginkgo label filter selecting specs, e.g. 'LoadBalancer && !DataPath'")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv(EnvKubeconfig), "the cluster under test (default $KUBECONFIG, else ~/.kube/config)")
-	fs.StringVar(&o.artifacts, "artifacts", getenv(EnvArtifacts), "where junit files, specs.json, timings.json, logs/ and metadata.json go (default $ARTIFACTS, else _artifacts)")
+	fs.StringVar(&o.artifacts, "artifacts", getenv(EnvArtifacts), "where junit files, specs.json, timings.json, logs/ and metadata.json go (default $ARTIFACTS, else "+runner.DefaultArtifactsDir+")")
 	fs.StringVar(&o.runDir, "run-dir", "", "keep the complete run directory here, for 'ccm-conformance publish' (default $KUBETEST2_RUN_DIR/ccm-conformance, else a temporary directory that is removed)")
 	fs.StringVar(&o.ccmImage, "ccm-image", "", "the CCM's image, for the results (default: read from the pods of ccm.deployed)")
 	fs.StringVar(&o.ccmDigest, "ccm-digest", "", "the CCM's digest, sha256:... (default: the image digest of the pods of ccm.deployed, or the digest of ccm.binary)")
@@ -144,18 +145,36 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		usage(stdout, fs)
 		return 0
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "%s: %s\n", Name, fmt.Sprintf(format, a...))
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "%s: %s\n", Name, strings.TrimSpace(err.Error()))
 		return runner.ExitHarnessError
 	}
+	ro, err := o.parse(fs, args, getenv)
+	if err != nil {
+		return fail(err)
+	}
+	ro.Metadata = o.metadata(ctx, getenv, stderr)
+	ro.Out = stdout
+	code, err := rundir.Run(ctx, ro)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", Name, strings.TrimSpace(err.Error()))
+	}
+	return code
+}
+
+// parse reads the arguments and says where and how the run goes: against
+// the kubeconfig's cluster, its results exported into the artifacts
+// directory, its run directory kept in $KUBETEST2_RUN_DIR/ccm-conformance
+// (or --run-dir) or else in a temporary directory.
+func (o *options) parse(fs *pflag.FlagSet, args []string, getenv env) (rundir.Options, error) {
 	if err := fs.Parse(args); err != nil {
-		return fail("%v (see --help)", err)
+		return rundir.Options{}, fmt.Errorf("%w (see --help)", err)
 	}
 	if fs.NArg() > 0 {
-		return fail("unexpected arguments %q (see --help)", fs.Args())
+		return rundir.Options{}, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
 	}
 	if o.provider == "" {
-		return fail("--provider: the provider profile is required (see --help)")
+		return rundir.Options{}, errors.New("--provider: the provider profile is required (see --help)")
 	}
 	if o.kubeconfig == "" {
 		if home, err := os.UserHomeDir(); err == nil {
@@ -164,105 +183,59 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 			}
 		}
 		if o.kubeconfig == "" {
-			return fail("no cluster: KUBECONFIG is not set and there is no ~/.kube/config (the tester runs against an existing cluster)")
+			return rundir.Options{}, errors.New("no cluster: KUBECONFIG is not set and there is no ~/.kube/config (the tester runs against an existing cluster)")
 		}
 	}
 	if o.artifacts == "" {
-		o.artifacts = "_artifacts"
+		o.artifacts = rundir.DefaultArtifacts(getenv)
 	}
 	artifacts, err := filepath.Abs(o.artifacts)
 	if err != nil {
-		return fail("--artifacts: %v", err)
+		return rundir.Options{}, fmt.Errorf("--artifacts: %w", err)
 	}
-
-	runDir, keep := o.runDir, true
+	runDir := o.runDir
 	if runDir == "" && getenv(EnvRunDir) != "" {
 		runDir = filepath.Join(getenv(EnvRunDir), "ccm-conformance")
 	}
-	if runDir == "" {
-		if runDir, err = os.MkdirTemp("", "kubetest2-tester-ccm-"); err != nil {
-			return fail("run directory: %v", err)
-		}
-		keep = false
-		defer os.RemoveAll(runDir)
-	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return fail("run directory: %v", err)
-	}
-	if err := prow.SeedMetadata(filepath.Join(artifacts, filepath.Base(prow.MetadataFile)), runDir); err != nil {
-		return fail("%v", err)
-	}
+	return rundir.Options{
+		Runner: runner.Options{
+			ProfilePath:    o.provider,
+			LabelFilter:    o.labelFilter,
+			Backend:        cluster.FromKubeconfig(o.kubeconfig),
+			Suites:         suites.All(),
+			HarnessVersion: Version,
+		},
+		Name:     Name,
+		Dir:      runDir,
+		ExportTo: artifacts,
+	}, nil
+}
 
+// metadata are the keys the tester adds to the run's: its version, the
+// kubetest2 run's id, and the CCM's image and digest, from the flags or
+// else from the pods of a deployed CCM. Not knowing the image is said on
+// stderr, and not an error.
+func (o *options) metadata(ctx context.Context, getenv env, stderr io.Writer) map[string]string {
 	extra := map[string]string{
 		MetaTesterVersion:  Version,
 		MetaRunID:          getenv(EnvRunID),
 		prow.MetaCCMImage:  o.ccmImage,
 		prow.MetaCCMDigest: o.ccmDigest,
 	}
-	if o.ccmImage == "" || o.ccmDigest == "" {
-		image, digest, err := deployedImage(ctx, o.provider, o.kubeconfig)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: the CCM's image is not known (pass --ccm-image and --ccm-digest): %v\n", Name, err)
-		}
-		if o.ccmImage == "" {
-			extra[prow.MetaCCMImage] = image
-		}
-		if o.ccmDigest == "" {
-			extra[prow.MetaCCMDigest] = digest
-		}
+	if o.ccmImage != "" && o.ccmDigest != "" {
+		return extra
 	}
-
-	buildLog := prow.NewBuildLog(runDir)
-	opts := runner.Options{
-		ProfilePath:    o.provider,
-		LabelFilter:    o.labelFilter,
-		ArtifactsDir:   runDir,
-		Backend:        cluster.FromKubeconfig(o.kubeconfig),
-		Suites:         suites.All(),
-		Out:            buildLog.Tee(stdout),
-		HarnessVersion: Version,
-		Observers:      []runner.Observer{prow.NewObserver(runDir, prow.WithMetadata(extra))},
+	image, digest, err := deployedImage(ctx, o.provider, o.kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the CCM's image is not known (pass --ccm-image and --ccm-digest): %v\n", Name, err)
 	}
-	res, runErr := runner.Run(ctx, opts)
-	code := runner.ExitCode(res, runErr)
-	if runErr != nil {
-		line := fmt.Sprintf("%s: %s\n", Name, strings.TrimSpace(runErr.Error()))
-		if errors.Is(runErr, runner.ErrInterrupted) {
-			line = fmt.Sprintf("%s: run interrupted; partial results are in %s\n", Name, artifacts)
-		}
-		fmt.Fprint(stderr, line)
-		if buildLog.Opened() {
-			fmt.Fprint(buildLog, line)
-		}
+	if o.ccmImage == "" {
+		extra[prow.MetaCCMImage] = image
 	}
-	if err := buildLog.Close(); err != nil {
-		fmt.Fprintf(stderr, "%s: build log: %v\n", Name, err)
+	if o.ccmDigest == "" {
+		extra[prow.MetaCCMDigest] = digest
 	}
-	if !fileExists(filepath.Join(runDir, prow.FinishedFile)) {
-		// Bad input: the run never started, and there is nothing to export.
-		return code
-	}
-	if err := prow.ExportArtifacts(runDir, artifacts, suiteNames()); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", Name, err)
-		if code == runner.ExitPassed {
-			code = runner.ExitHarnessError
-		}
-		return code
-	}
-	fmt.Fprintf(stdout, "[%s] results in %s", Name, artifacts)
-	if keep {
-		fmt.Fprintf(stdout, "; run directory %s (ccm-conformance publish takes it)", runDir)
-	}
-	fmt.Fprintln(stdout)
-	return code
-}
-
-func suiteNames() []string {
-	var names []string
-	for _, s := range suites.All() {
-		names = append(names, s.Name)
-	}
-	return names
+	return extra
 }
 
 func fileExists(p string) bool {

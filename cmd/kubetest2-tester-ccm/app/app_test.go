@@ -1,6 +1,14 @@
 package app
 
-import "testing"
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+)
 
 func TestImageDigest(t *testing.T) {
 	tests := []struct{ imageID, want string }{
@@ -33,5 +41,61 @@ func TestWantsHelp(t *testing.T) {
 		if got := wantsHelp(tt.args); got != tt.want {
 			t.Errorf("wantsHelp(%q) = %v, want %v", tt.args, got, tt.want)
 		}
+	}
+}
+
+// The arguments and the protocol's environment say where a run goes: its
+// results into $ARTIFACTS (else --artifacts, else _artifacts), its run
+// directory kept in --run-dir or $KUBETEST2_RUN_DIR/ccm-conformance, else
+// a temporary one.
+func TestParse(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		wantExport string
+		wantDir    string
+		wantErr    string
+	}{
+		{name: "the protocol's environment", args: []string{"--provider", "p.yaml"},
+			env:        map[string]string{EnvArtifacts: "/a", EnvKubeconfig: "/k", EnvRunDir: "/r"},
+			wantExport: "/a", wantDir: "/r/ccm-conformance"},
+		{name: "flags over the environment", args: []string{"--provider", "p.yaml", "--artifacts", "/b", "--run-dir", "/d"},
+			env:        map[string]string{EnvArtifacts: "/a", EnvKubeconfig: "/k", EnvRunDir: "/r"},
+			wantExport: "/b", wantDir: "/d"},
+		{name: "no ARTIFACTS, no run directory", args: []string{"--provider", "p.yaml"},
+			env:        map[string]string{EnvKubeconfig: "/k"},
+			wantExport: filepath.Join(cwd, runner.DefaultArtifactsDir)},
+		{name: "no provider", args: nil, env: map[string]string{EnvKubeconfig: "/k"}, wantErr: "--provider"},
+		{name: "stray arguments", args: []string{"--provider", "p.yaml", "extra"}, env: map[string]string{EnvKubeconfig: "/k"}, wantErr: "unexpected arguments"},
+		{name: "unknown flag", args: []string{"--provider", "p.yaml", "--nope"}, env: map[string]string{EnvKubeconfig: "/k"}, wantErr: "see --help"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv := func(k string) string { return tt.env[k] }
+			var o options
+			fs := newFlags(&o, getenv)
+			fs.SetOutput(io.Discard)
+			ro, err := o.parse(fs, tt.args, getenv)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ro.ExportTo != tt.wantExport || ro.Dir != tt.wantDir || ro.Name != Name {
+				t.Errorf("export to %q, run directory %q, name %q; want %q, %q, %q", ro.ExportTo, ro.Dir, ro.Name, tt.wantExport, tt.wantDir, Name)
+			}
+			if ro.Runner.ProfilePath != "p.yaml" || ro.Runner.Backend == nil || len(ro.Runner.Suites) == 0 {
+				t.Errorf("runner options %+v", ro.Runner)
+			}
+		})
 	}
 }

@@ -141,6 +141,8 @@ func TestInstanceExistsAndShutdown(t *testing.T) {
 		{name: "cloud error", node: node("n1", ""), fault: true, wantExistsErr: true, wantShutdownErr: true},
 		{name: "instance-exists-always", defects: []Defect{DefectInstanceExistsAlways}, node: node("n9", ""), wantExists: true, wantShutdownErr: true},
 		{name: "no-shutdown", defects: []Defect{DefectNoShutdown}, node: node("n1", ""), stop: true, wantExists: true},
+		{name: "stopped-instance-gone", defects: []Defect{DefectStoppedInstanceGone}, node: node("n1", ""), stop: true, wantShutdown: true},
+		{name: "stopped-instance-gone, running", defects: []Defect{DefectStoppedInstanceGone}, node: node("n1", ""), wantExists: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,6 +41,10 @@ const (
 	// DefectNoShutdown never reports an instance as shut down, so nodes
 	// of stopped instances never get the shutdown taint.
 	DefectNoShutdown Defect = "no-shutdown"
+	// DefectStoppedInstanceGone reports a stopped instance as not
+	// existing, as a cloud whose instance list leaves stopped ones out
+	// would, so the Nodes of stopped instances are deleted.
+	DefectStoppedInstanceGone Defect = "stopped-instance-gone"
 	// DefectServiceOutsideMigration runs service-lb-controller under the
 	// CCM's main lease even when the leader migration configuration
 	// migrates it, so it runs while another manager holds the migration
@@ -54,7 +58,7 @@ func KnownDefects() []Defect {
 		DefectWrongZone, DefectNoIPv6, DefectStaleAddresses,
 		DefectKeepLBOnDelete, DefectBackendsAllInstances, DefectIgnoreSourceRanges,
 		DefectWrongRouteCIDR, DefectKeepRoutes,
-		DefectInstanceExistsAlways, DefectNoShutdown,
+		DefectInstanceExistsAlways, DefectNoShutdown, DefectStoppedInstanceGone,
 		DefectServiceOutsideMigration,
 	}
 }

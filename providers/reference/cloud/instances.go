@@ -80,13 +80,15 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, er
 	if i.defects.Has(DefectInstanceExistsAlways) {
 		return true, nil
 	}
-	_, err := i.lookup(ctx, node)
+	in, err := i.lookup(ctx, node)
 	switch {
 	case isInstanceNotFound(err):
 		klog.FromContext(ctx).V(2).Info("Instance of node not found", "node", klog.KObj(node))
 		return false, nil
 	case err != nil:
 		return false, err
+	case i.defects.Has(DefectStoppedInstanceGone) && in.State == cloudapi.StateStopped:
+		return false, nil
 	}
 	return true, nil
 }

@@ -1,5 +1,6 @@
 // Package storetest helps tests seed results stores: it writes run
-// directories through the real prow observer, publishes them, and starts
+// directories through the real run directory observer (reports/rundir),
+// publishes them, and starts
 // emulators on loopback, in process: fake-gcs-server for gs:// stores and
 // gofakes3 for s3:// stores.
 package storetest
@@ -19,7 +20,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
-	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 )
 
@@ -34,6 +35,9 @@ type Spec struct {
 	Failure string
 	// Latencies are recorded as report entries whose value is a duration.
 	Latencies map[string]time.Duration
+	// ObservationLags are recorded as the report entries of watched waits
+	// (rundir.ObservationLagEntry).
+	ObservationLags []time.Duration
 }
 
 // Run describes a seeded run.
@@ -48,10 +52,14 @@ type Run struct {
 	Specs    []Spec
 	// Err is the runner's error (a setup failure, runner.ErrInterrupted).
 	Err error
+	// Worlds are the worlds the run set up, with their setup steps.
+	Worlds []runner.WorldInfo
+	// Metadata are keys added to metadata.json (rundir.WithMetadata).
+	Metadata map[string]string
 }
 
 // WriteRunDir writes the run directory of r into dir through
-// prow.Observer, as a real run would.
+// rundir.Observer, as a real run would.
 func WriteRunDir(t testing.TB, dir string, r Run) {
 	t.Helper()
 	if r.Duration == 0 {
@@ -66,6 +74,7 @@ func WriteRunDir(t testing.TB, dir string, r Run) {
 		CCMDigest:         r.CCMDigest,
 		HarnessVersion:    "test",
 		Started:           r.Started,
+		Worlds:            r.Worlds,
 	}
 	report := types.Report{SuiteDescription: "CCM conformance: " + r.Provider, StartTime: r.Started, EndTime: r.Started.Add(r.Duration), RunTime: r.Duration}
 	res := &runner.Result{}
@@ -88,6 +97,9 @@ func WriteRunDir(t testing.TB, dir string, r Run) {
 		for name, d := range s.Latencies {
 			sr.ReportEntries = append(sr.ReportEntries, types.ReportEntry{Name: name, Value: types.WrapEntryValue(d)})
 		}
+		for _, d := range s.ObservationLags {
+			sr.ReportEntries = append(sr.ReportEntries, types.ReportEntry{Name: rundir.ObservationLagEntry, Value: types.WrapEntryValue(d)})
+		}
 		switch {
 		case state == types.SpecStatePassed:
 			res.Passed++
@@ -109,7 +121,7 @@ func WriteRunDir(t testing.TB, dir string, r Run) {
 	if r.Err != nil && len(r.Specs) == 0 {
 		res = nil
 	}
-	o := prow.NewObserver(dir, prow.WithClock(func() time.Time { return r.Started.Add(r.Duration) }))
+	o := rundir.NewObserver(dir, rundir.WithClock(func() time.Time { return r.Started.Add(r.Duration) }), rundir.WithMetadata(r.Metadata))
 	if err := o.RunStarted(info); err != nil {
 		t.Fatal(err)
 	}

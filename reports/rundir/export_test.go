@@ -1,4 +1,4 @@
-package prow
+package rundir
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 func readJSONMap(t *testing.T, path string) map[string]any {
@@ -39,13 +41,13 @@ func TestExportArtifacts(t *testing.T) {
 	}
 	write(filepath.Join(dst, "metadata.json"), `{"kubetest-version": "v0.0.1", "job-version": "old"}`)
 	write(filepath.Join(dst, "junit_runner.xml"), `<testsuites/>`)
-	write(filepath.Join(dst, JUnitFileName(HarnessSuite)), `<testsuites><testsuite><testcase name="stale"><failure/></testcase></testsuite></testsuites>`)
+	write(filepath.Join(dst, prow.JUnitFileName(prow.HarnessSuite)), `<testsuites><testsuite><testcase name="stale"><failure/></testcase></testsuite></testsuites>`)
 
 	if err := SeedMetadata(filepath.Join(dst, "metadata.json"), runDir); err != nil {
 		t.Fatal(err)
 	}
 	o := NewObserver(runDir, WithClock(func() time.Time { return t0.Add(time.Minute) }),
-		WithMetadata(map[string]string{MetaCCMImage: "registry.example/ccm:v1", "empty": ""}))
+		WithMetadata(map[string]string{prow.MetaCCMImage: "registry.example/ccm:v1", "empty": ""}))
 	if err := o.RunStarted(runInfo); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestExportArtifacts(t *testing.T) {
 	if err := o.RunFinished(runInfo, rep, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	write(filepath.Join(runDir, LogsDir, "ccm.log"), "ccm says hello\n")
+	write(filepath.Join(runDir, prow.LogsDir, "ccm.log"), "ccm says hello\n")
 
 	if err := ExportArtifacts(runDir, dst, []string{"nodeaddress", "routes"}); err != nil {
 		t.Fatal(err)
@@ -63,18 +65,18 @@ func TestExportArtifacts(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	for _, name := range []string{JUnitFileName(HarnessSuite), "artifacts", "finished.json", "started.json"} {
+	for _, name := range []string{prow.JUnitFileName(prow.HarnessSuite), "artifacts", "finished.json", "started.json"} {
 		if _, err := os.Stat(filepath.Join(dst, name)); err == nil {
 			t.Errorf("%s is in the exported artifacts", name)
 		}
 	}
 	meta := readJSONMap(t, filepath.Join(dst, "metadata.json"))
 	want := map[string]string{
-		"kubetest-version":    "v0.0.1",
-		MetaJobVersion:        "v1.37.2",
-		MetaCCMDigest:         "sha256:abcd",
-		MetaCCMImage:          "registry.example/ccm:v1",
-		MetaKubernetesVersion: "v1.37.2",
+		"kubetest-version":         "v0.0.1",
+		prow.MetaJobVersion:        "v1.37.2",
+		prow.MetaCCMDigest:         "sha256:abcd",
+		prow.MetaCCMImage:          "registry.example/ccm:v1",
+		prow.MetaKubernetesVersion: "v1.37.2",
 	}
 	for k, v := range want {
 		if meta[k] != v {
@@ -85,15 +87,15 @@ func TestExportArtifacts(t *testing.T) {
 		t.Error("an empty WithMetadata value was written")
 	}
 	// The run directory's finished.json carries the deployer's keys too.
-	var f Finished
-	data, err := os.ReadFile(filepath.Join(runDir, FinishedFile))
+	var f prow.Finished
+	data, err := os.ReadFile(filepath.Join(runDir, prow.FinishedFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
-	if f.MetaString("kubetest-version") != "v0.0.1" || f.MetaString(MetaCCMImage) != "registry.example/ccm:v1" {
+	if f.MetaString("kubetest-version") != "v0.0.1" || f.MetaString(prow.MetaCCMImage) != "registry.example/ccm:v1" {
 		t.Errorf("finished.json metadata %v lacks the seeded or added keys", f.Metadata)
 	}
 }
@@ -105,10 +107,10 @@ func TestExportArtifactsErrors(t *testing.T) {
 	}{
 		{"no artifacts directory", func(t *testing.T, runDir string) {}},
 		{"metadata not JSON", func(t *testing.T, runDir string) {
-			if err := os.MkdirAll(filepath.Join(runDir, ArtifactsDir), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Join(runDir, prow.ArtifactsDir), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(runDir, MetadataFile), []byte("{"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(runDir, prow.MetadataFile), []byte("{"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -1,4 +1,4 @@
-package prow
+package rundir
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 var (
@@ -78,7 +79,7 @@ func TestObserver(t *testing.T) {
 				spec("nodeip", "filters dual-stack node IPs", []string{"DualStack"}, types.SpecStateSkipped, 0),
 			),
 			res:        &runner.Result{Passed: 2, Skipped: 1},
-			wantResult: ResultSuccess,
+			wantResult: prow.ResultSuccess,
 			wantJUnit:  []string{"junit_nodeaddress_01.xml", "junit_nodeip_01.xml"},
 			golden:     "passed",
 		},
@@ -89,7 +90,7 @@ func TestObserver(t *testing.T) {
 				spec("nodeaddress", "labels zones", []string{"Zones"}, types.SpecStateFailed, time.Second),
 			),
 			res:         &runner.Result{Passed: 1, Failed: 1},
-			wantResult:  ResultFailure,
+			wantResult:  prow.ResultFailure,
 			wantJUnit:   []string{"junit_nodeaddress_01.xml"},
 			wantFailing: 1,
 			golden:      "failed",
@@ -97,14 +98,14 @@ func TestObserver(t *testing.T) {
 		{
 			name:        "setup failed",
 			err:         &runner.SetupError{Step: "local cluster", Err: errors.New("etcd did not start")},
-			wantResult:  ResultFailure,
+			wantResult:  prow.ResultFailure,
 			wantJUnit:   []string{"junit_harness_01.xml"},
 			wantFailing: 1,
 		},
 		{
 			name:        "interrupted during setup",
 			err:         runner.ErrInterrupted,
-			wantResult:  ResultAborted,
+			wantResult:  prow.ResultAborted,
 			wantJUnit:   []string{"junit_harness_01.xml"},
 			wantFailing: 1,
 		},
@@ -116,7 +117,7 @@ func TestObserver(t *testing.T) {
 			),
 			res:         &runner.Result{Failed: 1, Skipped: 1, Interrupted: true},
 			err:         runner.ErrInterrupted,
-			wantResult:  ResultAborted,
+			wantResult:  prow.ResultAborted,
 			wantJUnit:   []string{"junit_harness_01.xml", "junit_nodeaddress_01.xml"},
 			wantFailing: 2,
 		},
@@ -124,7 +125,7 @@ func TestObserver(t *testing.T) {
 			name:        "BeforeSuite failed",
 			report:      report(beforeSuite, spec("nodeaddress", "initializes a node", nil, types.SpecStateSkipped, 0)),
 			res:         &runner.Result{Failed: 1, Skipped: 1},
-			wantResult:  ResultFailure,
+			wantResult:  prow.ResultFailure,
 			wantJUnit:   []string{"junit_harness_01.xml", "junit_nodeaddress_01.xml"},
 			wantFailing: 1,
 		},
@@ -132,7 +133,7 @@ func TestObserver(t *testing.T) {
 			name:       "no spec selected",
 			report:     report(),
 			res:        &runner.Result{},
-			wantResult: ResultSuccess,
+			wantResult: prow.ResultSuccess,
 			wantJUnit:  []string{"junit_harness_01.xml"},
 		},
 	}
@@ -146,7 +147,7 @@ func TestObserver(t *testing.T) {
 			if err := o.RunFinished(runInfo, tt.report, tt.res, tt.err); err != nil {
 				t.Fatal(err)
 			}
-			v, err := Validate(dir)
+			v, err := prow.Validate(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,18 +170,18 @@ func TestObserver(t *testing.T) {
 			if *v.Finished.Timestamp != t0.Add(2*time.Minute).Unix() || v.Started.Timestamp != t0.Unix() {
 				t.Errorf("timestamps started %d finished %d", v.Started.Timestamp, *v.Finished.Timestamp)
 			}
-			for k, want := range map[string]string{MetaProvider: "reference", MetaKubernetesVersion: "v1.37.2", MetaJobVersion: "v1.37.2", MetaCCMDigest: "sha256:abcd", MetaHarnessVersion: "v0.1.0", MetaKubernetesCommit: "0123456789abcdef"} {
+			for k, want := range map[string]string{prow.MetaProvider: "reference", prow.MetaKubernetesVersion: "v1.37.2", prow.MetaJobVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:abcd", prow.MetaHarnessVersion: "v0.1.0", prow.MetaKubernetesCommit: "0123456789abcdef"} {
 				if got := v.Finished.MetaString(k); got != want {
 					t.Errorf("finished.json metadata %s = %q, want %q", k, got, want)
 				}
 			}
-			if data, err := os.ReadFile(filepath.Join(dir, TimingsFile)); err != nil {
+			if data, err := os.ReadFile(filepath.Join(dir, prow.TimingsFile)); err != nil {
 				t.Error(err)
-			} else if _, err := DecodeTimings(bytes.NewReader(data)); err != nil {
+			} else if _, err := prow.DecodeTimings(bytes.NewReader(data)); err != nil {
 				t.Errorf("timings.json: %v", err)
 			}
 			if tt.golden != "" {
-				for _, f := range []string{SpecsFile, TimingsFile} {
+				for _, f := range []string{prow.SpecsFile, prow.TimingsFile} {
 					compareGolden(t, filepath.Join(dir, f), filepath.Join("testdata", "observer", tt.golden, filepath.Base(f)))
 				}
 			}
@@ -248,7 +249,7 @@ func TestObserverReusedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	var meta map[string]any
-	data, err := os.ReadFile(filepath.Join(dir, MetadataFile))
+	data, err := os.ReadFile(filepath.Join(dir, prow.MetadataFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,49 +258,6 @@ func TestObserverReusedDirectory(t *testing.T) {
 	}
 	if meta["deployer"] != "kind" || meta["provider"] != "reference" || meta["nested"] == nil {
 		t.Errorf("metadata.json not merged: %v", meta)
-	}
-}
-
-func TestMergeMetadata(t *testing.T) {
-	tests := []struct {
-		name     string
-		existing string // "" for no file
-		want     map[string]any
-		wantErr  bool // whether MetaErrors is recorded
-	}{
-		{"no file", "", map[string]any{"provider": "p"}, false},
-		{"other keys kept, ours win", `{"provider": "old", "deployer": "kind"}`, map[string]any{"provider": "p", "deployer": "kind"}, false},
-		{"shallow: a nested value is replaced whole", `{"provider": {"name": "old"}}`, map[string]any{"provider": "p"}, false},
-		{"corrupt file recorded and replaced", `{"provider": `, map[string]any{"provider": "p"}, true},
-		{"not an object", `["a"]`, map[string]any{"provider": "p"}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "metadata.json")
-			if tt.existing != "" {
-				if err := os.WriteFile(path, []byte(tt.existing), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := MergeMetadata(path, map[string]any{"provider": "p"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, recorded := got[MetaErrors]
-			if recorded != tt.wantErr {
-				t.Errorf("%s recorded: %v, want %v (%v)", MetaErrors, recorded, tt.wantErr, got)
-			}
-			delete(got, MetaErrors)
-			gj, _ := json.Marshal(got)
-			wj, _ := json.Marshal(tt.want)
-			if string(gj) != string(wj) {
-				t.Errorf("merged %s, want %s", gj, wj)
-			}
-			onDisk, err := os.ReadFile(path)
-			if err != nil || !json.Valid(onDisk) {
-				t.Errorf("metadata.json on disk is not valid JSON: %v %s", err, onDisk)
-			}
-		})
 	}
 }
 
@@ -319,7 +277,7 @@ func TestBuildLogTee(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, BuildLogFile))
+	data, _ := os.ReadFile(filepath.Join(dir, prow.BuildLogFile))
 	if string(data) != "hello\nonly in the log\n" || out.String() != "hello\n" {
 		t.Errorf("build log %q, stdout %q", data, out.String())
 	}

@@ -1,4 +1,4 @@
-package prow
+package rundir
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 // BuildLog is build-log.txt: everything the run prints, as Spyglass shows
@@ -23,7 +25,7 @@ type BuildLog struct {
 
 // NewBuildLog returns the build log of the run directory dir.
 func NewBuildLog(dir string) *BuildLog {
-	return &BuildLog{path: filepath.Join(dir, BuildLogFile)}
+	return &BuildLog{path: filepath.Join(dir, prow.BuildLogFile)}
 }
 
 // Opened reports whether anything was written to the log.

@@ -1,4 +1,4 @@
-package prow
+package rundir
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 // ExportArtifacts copies the artifacts/ of the run directory runDir into
@@ -21,24 +23,24 @@ import (
 // metadata.json is merged, not copied: the run's keys are set over those
 // already in dst/metadata.json (a kubetest2 deployer's, say), which the
 // sidecar folds into finished.json. Junit files an earlier export into the
-// same dst left for the given suites (and for HarnessSuite) are removed
+// same dst left for the given suites (and for prow.HarnessSuite) are removed
 // first, so they cannot be taken for this run's; other files, such as
 // kubetest2's junit_runner.xml, are left alone.
 func ExportArtifacts(runDir, dst string, suites []string) error {
-	src := filepath.Join(runDir, ArtifactsDir)
+	src := filepath.Join(runDir, prow.ArtifactsDir)
 	if _, err := os.Stat(src); err != nil {
 		return fmt.Errorf("exporting run directory %s: %w", runDir, err)
 	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return fmt.Errorf("exporting to %s: %w", dst, err)
 	}
-	for _, s := range append([]string{HarnessSuite}, suites...) {
-		p := filepath.Join(dst, JUnitFileName(s))
+	for _, s := range append([]string{prow.HarnessSuite}, suites...) {
+		p := filepath.Join(dst, prow.JUnitFileName(s))
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing an earlier run's %s: %w", p, err)
 		}
 	}
-	metaName := filepath.Base(MetadataFile)
+	metaName := filepath.Base(prow.MetadataFile)
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -60,17 +62,17 @@ func ExportArtifacts(runDir, dst string, suites []string) error {
 		return fmt.Errorf("exporting %s to %s: %w", src, dst, err)
 	}
 	keys := map[string]any{}
-	data, err := os.ReadFile(filepath.Join(runDir, MetadataFile))
+	data, err := os.ReadFile(filepath.Join(runDir, prow.MetadataFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("exporting metadata: %w", err)
 	default:
 		if err := json.Unmarshal(data, &keys); err != nil {
-			return fmt.Errorf("exporting metadata: %s: %w", filepath.Join(runDir, MetadataFile), err)
+			return fmt.Errorf("exporting metadata: %s: %w", filepath.Join(runDir, prow.MetadataFile), err)
 		}
 	}
-	if _, err := MergeMetadata(filepath.Join(dst, metaName), keys); err != nil {
+	if _, err := prow.MergeMetadata(filepath.Join(dst, metaName), keys); err != nil {
 		return fmt.Errorf("exporting metadata: %w", err)
 	}
 	return nil
@@ -88,7 +90,7 @@ func SeedMetadata(from, runDir string) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", from, err)
 	}
-	return writeFileAtomic(filepath.Join(runDir, MetadataFile), data)
+	return prow.WriteFileAtomic(filepath.Join(runDir, prow.MetadataFile), data)
 }
 
 // copyFileAtomic copies src to dst through a temporary file beside dst.

@@ -1,15 +1,17 @@
-package prow
+package rundir
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 // Observer writes a run directory in the Prow layout. It implements
@@ -54,11 +56,11 @@ var _ runner.Observer = (*Observer)(nil)
 // same directory left that would be mistaken for this run's results
 // (finished.json, junit files, specs.json, timings.json).
 func (o *Observer) RunStarted(info runner.RunInfo) error {
-	if err := os.MkdirAll(filepath.Join(o.dir, ArtifactsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(o.dir, prow.ArtifactsDir), 0o755); err != nil {
 		return fmt.Errorf("run directory %s: %w", o.dir, err)
 	}
-	stale := []string{filepath.Join(o.dir, FinishedFile), filepath.Join(o.dir, SpecsFile), filepath.Join(o.dir, TimingsFile)}
-	junits, _ := filepath.Glob(filepath.Join(o.dir, ArtifactsDir, "junit*.xml"))
+	stale := []string{filepath.Join(o.dir, prow.FinishedFile), filepath.Join(o.dir, prow.SpecsFile), filepath.Join(o.dir, prow.TimingsFile)}
+	junits, _ := filepath.Glob(filepath.Join(o.dir, prow.ArtifactsDir, "junit*.xml"))
 	for _, p := range append(stale, junits...) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing the previous run's %s: %w", p, err)
@@ -68,7 +70,7 @@ func (o *Observer) RunStarted(info runner.RunInfo) error {
 	if started.IsZero() {
 		started = o.now()
 	}
-	return writeJSON(filepath.Join(o.dir, StartedFile), Started{Timestamp: started.Unix()})
+	return prow.WriteJSON(filepath.Join(o.dir, prow.StartedFile), prow.Started{Timestamp: started.Unix()})
 }
 
 // RunFinished writes the rest of the run directory. report is empty when
@@ -76,14 +78,14 @@ func (o *Observer) RunStarted(info runner.RunInfo) error {
 func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *runner.Result, runErr error) error {
 	interrupted := errors.Is(runErr, runner.ErrInterrupted) || (res != nil && res.Interrupted)
 	var errs []error
-	if err := writeJUnit(filepath.Join(o.dir, ArtifactsDir), report, runErr, interrupted); err != nil {
+	if err := writeJUnit(filepath.Join(o.dir, prow.ArtifactsDir), report, runErr, interrupted); err != nil {
 		errs = append(errs, err)
 	}
 	specs := specRecords(info, report, runErr, interrupted)
-	if err := writeJSON(filepath.Join(o.dir, SpecsFile), specs); err != nil {
+	if err := prow.WriteJSON(filepath.Join(o.dir, prow.SpecsFile), specs); err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeJSON(filepath.Join(o.dir, TimingsFile), timings(report, info)); err != nil {
+	if err := prow.WriteJSON(filepath.Join(o.dir, prow.TimingsFile), timings(report, info)); err != nil {
 		errs = append(errs, err)
 	}
 	keys := runMetadata(info)
@@ -92,22 +94,22 @@ func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *ru
 			keys[k] = v
 		}
 	}
-	meta, err := MergeMetadata(filepath.Join(o.dir, MetadataFile), keys)
+	meta, err := prow.MergeMetadata(filepath.Join(o.dir, prow.MetadataFile), keys)
 	if err != nil {
 		errs = append(errs, err)
 	}
 
 	passed := runner.ExitCode(res, runErr) == runner.ExitPassed
-	result := ResultFailure
+	result := prow.ResultFailure
 	switch {
 	case passed:
-		result = ResultSuccess
+		result = prow.ResultSuccess
 	case interrupted:
-		result = ResultAborted
+		result = prow.ResultAborted
 	}
 	now := o.now().Unix()
-	finished := Finished{Timestamp: &now, Passed: &passed, Result: result, Metadata: meta}
-	if err := writeJSON(filepath.Join(o.dir, FinishedFile), finished); err != nil {
+	finished := prow.Finished{Timestamp: &now, Passed: &passed, Result: result, Metadata: meta}
+	if err := prow.WriteJSON(filepath.Join(o.dir, prow.FinishedFile), finished); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -116,35 +118,38 @@ func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *ru
 // runMetadata is what this harness adds to metadata.json.
 func runMetadata(info runner.RunInfo) map[string]any {
 	m := map[string]any{
-		MetaProvider:       info.Provider,
-		MetaHarnessVersion: info.HarnessVersion,
-		MetaBackend:        info.Backend,
+		prow.MetaProvider:       info.Provider,
+		prow.MetaHarnessVersion: info.HarnessVersion,
+		prow.MetaBackend:        info.Backend,
 	}
 	set := func(k, v string) {
 		if v != "" {
 			m[k] = v
 		}
 	}
-	set(MetaKubernetesVersion, info.KubernetesVersion)
-	set(MetaJobVersion, info.KubernetesVersion)
-	set(MetaKubernetesCommit, info.KubernetesCommit)
-	set(MetaCCMBinary, info.CCMBinary)
-	set(MetaCCMDigest, info.CCMDigest)
-	set(MetaLabelFilter, info.LabelFilter)
+	set(prow.MetaKubernetesVersion, info.KubernetesVersion)
+	set(prow.MetaJobVersion, info.KubernetesVersion)
+	set(prow.MetaKubernetesCommit, info.KubernetesCommit)
+	set(prow.MetaCCMBinary, info.CCMBinary)
+	set(prow.MetaCCMDigest, info.CCMDigest)
+	set(prow.MetaLabelFilter, info.LabelFilter)
+	set(prow.MetaProfileDigest, info.ProfileDigest)
+	set(prow.MetaCCMEnv, strings.Join(info.CCMEnv, ","))
 	return m
 }
 
 // specRecords turns the ginkgo report into specs.json.
-func specRecords(info runner.RunInfo, report types.Report, runErr error, interrupted bool) SpecRecords {
-	out := SpecRecords{Version: SpecsVersion, Provider: info.Provider, Interrupted: interrupted, Specs: []SpecRecord{}}
+func specRecords(info runner.RunInfo, report types.Report, runErr error, interrupted bool) prow.SpecRecords {
+	out := prow.SpecRecords{Version: prow.SpecsVersion, Provider: info.Provider, Interrupted: interrupted, Specs: []prow.SpecRecord{}}
 	if runErr != nil {
 		out.HarnessError = runErr.Error()
+		out.HarnessErrorClass = runner.ErrorClass(runErr)
 	}
 	for _, s := range report.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt && !s.State.Is(types.SpecStateFailureStates) {
 			continue
 		}
-		r := SpecRecord{
+		r := prow.SpecRecord{
 			Suite:           runner.SuiteOf(s),
 			Text:            s.FullText(),
 			Labels:          s.Labels(),
@@ -173,13 +178,13 @@ func specRecords(info runner.RunInfo, report types.Report, runErr error, interru
 const ObservationLagEntry = "observation-lag"
 
 // timings turns the ginkgo report into timings.json.
-func timings(report types.Report, info runner.RunInfo) Timings {
-	out := Timings{Version: 1, Specs: []SpecTiming{}}
+func timings(report types.Report, info runner.RunInfo) prow.Timings {
+	out := prow.Timings{Version: 1, Specs: []prow.SpecTiming{}}
 	for _, s := range report.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt || s.State == types.SpecStateSkipped || s.State == types.SpecStatePending {
 			continue
 		}
-		t := SpecTiming{Suite: runner.SuiteOf(s), Spec: s.FullText(), State: s.State.String(), DurationSeconds: s.RunTime.Seconds()}
+		t := prow.SpecTiming{Suite: runner.SuiteOf(s), Spec: s.FullText(), State: s.State.String(), DurationSeconds: s.RunTime.Seconds()}
 		for _, e := range s.ReportEntries {
 			d, ok := entryDuration(e)
 			switch {
@@ -197,7 +202,7 @@ func timings(report types.Report, info runner.RunInfo) Timings {
 	}
 	for _, world := range info.Worlds {
 		for _, p := range world.Phases {
-			out.Setup = append(out.Setup, SetupTiming{World: world.Name, Step: p.Name, Seconds: p.Duration.Seconds()})
+			out.Setup = append(out.Setup, prow.SetupTiming{World: world.Name, Step: p.Name, Seconds: p.Duration.Seconds()})
 		}
 	}
 	return out
