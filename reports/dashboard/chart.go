@@ -203,12 +203,15 @@ func niceCeil(v float64) float64 {
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
-// FormatSeconds writes a latency: milliseconds below a second, seconds
-// with one decimal above.
+// FormatSeconds writes a latency: milliseconds below a second (with one
+// decimal below 10 ms, where observation lags are), seconds with one
+// decimal above.
 func FormatSeconds(s float64) string {
 	switch {
 	case s == 0:
 		return "0"
+	case s < 0.01:
+		return strconv.FormatFloat(math.Round(s*10000)/10, 'f', -1, 64) + "ms"
 	case s < 1:
 		return strconv.FormatFloat(math.Round(s*1000), 'f', -1, 64) + "ms"
 	case s < 100:

@@ -221,7 +221,7 @@ func TestFormatSeconds(t *testing.T) {
 	tests := []struct {
 		in   float64
 		want string
-	}{{0, "0"}, {0.15, "150ms"}, {1.234, "1.2s"}, {30, "30s"}, {150, "2m30s"}}
+	}{{0, "0"}, {0.0025, "2.5ms"}, {0.0075, "7.5ms"}, {0.15, "150ms"}, {1.234, "1.2s"}, {30, "30s"}, {150, "2m30s"}}
 	for _, tt := range tests {
 		if got := FormatSeconds(tt.in); got != tt.want {
 			t.Errorf("FormatSeconds(%v) = %q, want %q", tt.in, got, tt.want)
