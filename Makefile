@@ -3,6 +3,7 @@ SHELL := /usr/bin/env bash
 
 ARTIFACTS ?= $(CURDIR)/_artifacts
 LABEL_FILTER ?=
+N ?= 20
 
 .DEFAULT_GOAL := help
 
@@ -29,6 +30,10 @@ test-unit: ## Unit tests only (go test -short)
 .PHONY: bench
 bench: ## Benchmarks: micro benchmarks, then whole runs and node initialization at scale (docs/performance.md)
 	@scripts/bench.sh
+
+.PHONY: soak
+soak: build ## The full conformance run N times (default N=20) against the reference provider; prints how many were green
+	@N="$(N)" scripts/soak.sh
 
 .PHONY: verify
 verify: ## gofmt, go vet, and the module's Kubernetes pins
