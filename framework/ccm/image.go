@@ -74,7 +74,8 @@ type ImageOptions struct {
 	FilesDir string
 	// Container is the container's name, unique on the engine.
 	Container string
-	// Labels go on the container (LabelRun, LabelInstance, ...).
+	// Labels go on the container (LabelRun, LabelInstance, ...), besides
+	// LabelOwnerPID and LabelOwnerStart, which StartImage adds.
 	Labels map[string]string
 	// Docker is the docker CLI; default "docker".
 	Docker string
@@ -108,10 +109,17 @@ func StartImage(opts ImageOptions) (*Process, error) {
 		_ = os.RemoveAll(opts.FilesDir)
 		return nil, err
 	}
+	labels := ownerLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range opts.Labels {
+		labels[k] = v
+	}
 	command := DockerRunCommand(DockerRun{
 		Docker:    opts.Docker,
 		Container: opts.Container,
-		Labels:    opts.Labels,
+		Labels:    labels,
 		FilesDir:  opts.FilesDir,
 		EnvNames:  envNames(env),
 		Image:     opts.Image,

@@ -267,3 +267,47 @@ func TestInspectImageErrors(t *testing.T) {
 		t.Errorf("InspectImage = %+v, %v", info, err)
 	}
 }
+
+func TestOrphans(t *testing.T) {
+	running := map[int]uint64{100: 5000, 200: 7000}
+	startTime := func(pid int) (uint64, error) {
+		if s, ok := running[pid]; ok {
+			return s, nil
+		}
+		return 0, os.ErrNotExist
+	}
+	tests := []struct {
+		name, ps string
+		want     []string
+	}{
+		{"owner runs", "ccm-a\t100\t5000", nil},
+		{"owner gone", "ccm-b\t300\t5000", []string{"ccm-b"}},
+		{"pid reused by another process", "ccm-c\t200\t6999", []string{"ccm-c"}},
+		{"several", "ccm-a\t100\t5000\nccm-b\t300\t1\nccm-d\t200\t7000\n", []string{"ccm-b"}},
+		{"unparseable labels are left alone", "ccm-e\t\t\nccm-f\tx\t1\nccm-g\t300\t", nil},
+		{"nothing", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := orphans(tt.ps, startTime); !slices.Equal(got, tt.want) {
+				t.Errorf("orphans = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestProcStartTime(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	a, err := procStartTime(os.Getpid())
+	if err != nil || a == 0 {
+		t.Fatalf("procStartTime(self) = %d, %v", a, err)
+	}
+	if b, _ := procStartTime(os.Getpid()); b != a {
+		t.Errorf("start time changed: %d, then %d", a, b)
+	}
+	if labels := ownerLabels(); labels[LabelOwnerPID] == "" || labels[LabelOwnerStart] == "" {
+		t.Errorf("ownerLabels = %v", labels)
+	}
+}

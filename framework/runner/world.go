@@ -311,6 +311,16 @@ func (w *world) startCCM(ctx context.Context) error {
 		w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
 		return nil
 	}
+	if w.profile.CCM.Image != nil {
+		// A harness killed with SIGKILL could not remove its containers.
+		removed, err := ccm.RemoveOrphans(ctx, "")
+		if len(removed) > 0 {
+			w.logf("removed %d CCM containers whose harness is gone: %s", len(removed), strings.Join(removed, ", "))
+		}
+		if err != nil {
+			w.logf("removing CCM containers whose harness is gone: %v", err)
+		}
+	}
 	p, err := w.startCCMInstance(ctx, "", w.ccmExpander, nil)
 	if err != nil {
 		return &SetupError{Step: "ccm", Err: err}

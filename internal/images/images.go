@@ -98,6 +98,9 @@ type Options struct {
 	// Arch is the GOARCH of the binaries and the image's architecture.
 	// Default runtime.GOARCH.
 	Arch string
+	// Tags are the tags of each image. Default the version (TagFor) and
+	// LatestTag.
+	Tags []string
 	// Load runs `docker load -i` on every tarball written.
 	Load bool
 	// Docker is the docker CLI. Default "docker".
@@ -164,7 +167,8 @@ func (o Options) withDefaults(ctx context.Context) (Options, error) {
 // Built is one image Build wrote.
 type Built struct {
 	Target Target
-	// Tags are REPOSITORY/NAME:VERSION and REPOSITORY/NAME:latest.
+	// Tags are REPOSITORY/NAME:TAG for each of Options.Tags, by default
+	// REPOSITORY/NAME:VERSION and REPOSITORY/NAME:latest.
 	Tags []string
 	// Tarball is the image in `docker save` form.
 	Tarball string
@@ -186,9 +190,13 @@ func Build(ctx context.Context, opts Options) ([]Built, error) {
 		return nil, errors.New("no targets to build")
 	}
 	meta := Metadata{Version: opts.Version, Revision: opts.Revision, Source: opts.Source, Created: opts.Created, Arch: opts.Arch}
-	tag, err := TagFor(opts.Version)
-	if err != nil {
-		return nil, err
+	tags := opts.Tags
+	if len(tags) == 0 {
+		tag, err := TagFor(opts.Version)
+		if err != nil {
+			return nil, err
+		}
+		tags = []string{tag, LatestTag}
 	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
@@ -204,7 +212,7 @@ func Build(ctx context.Context, opts Options) ([]Built, error) {
 
 	var built []Built
 	for _, t := range opts.Targets {
-		b, err := buildImage(opts, t, tag, meta, filepath.Join(binDir, t.Name))
+		b, err := buildImage(opts, t, tags, meta, filepath.Join(binDir, t.Name))
 		if err != nil {
 			return built, err
 		}
@@ -270,7 +278,7 @@ func checkStatic(path string) error {
 }
 
 // buildImage makes the target's image and writes it as a tarball.
-func buildImage(opts Options, t Target, tag string, meta Metadata, binary string) (Built, error) {
+func buildImage(opts Options, t Target, tags []string, meta Metadata, binary string) (Built, error) {
 	data, err := os.ReadFile(binary)
 	if err != nil {
 		return Built{}, fmt.Errorf("%s: %w", t.Name, err)
@@ -280,7 +288,10 @@ func buildImage(opts Options, t Target, tag string, meta Metadata, binary string
 		return Built{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	repo := opts.Repository + "/" + t.Name
-	b := Built{Target: t, Tags: []string{repo + ":" + tag, repo + ":" + LatestTag}, Tarball: filepath.Join(opts.OutDir, t.Name+".tar")}
+	b := Built{Target: t, Tarball: filepath.Join(opts.OutDir, t.Name+".tar")}
+	for _, tag := range tags {
+		b.Tags = append(b.Tags, repo+":"+tag)
+	}
 	refs := map[name.Reference]v1.Image{}
 	for _, s := range b.Tags {
 		ref, err := name.NewTag(s)
