@@ -161,3 +161,22 @@ func TestIntegrationCCMImageInterruptRemovesContainers(t *testing.T) {
 	}
 	checkNoContainersLeft(t, output())
 }
+
+// A CCM image that exits at once (an unknown flag) is a harness error
+// that quotes its output, and its container is gone.
+func TestIntegrationCCMImageThatExitsLeavesNoContainer(t *testing.T) {
+	skipUnlessDocker(t)
+	image, _ := testbin.ReferenceCCMImage(t)
+	profile := testbin.ReferenceImageProfile(t, t.TempDir(), binDir, image, []string{"--no-such-flag"}, nil)
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", t.TempDir(),
+		"--cluster-dir", testbin.SharedCluster(t), "--label-filter", "InstancesV2 && !NodeIPAnnotation")
+	if res.code != 2 {
+		t.Fatalf("exit code %d, want 2\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 40), res.stderr)
+	}
+	for _, want := range []string{"docker run --rm", "unknown flag: --no-such-flag"} {
+		if !strings.Contains(res.stdout+res.stderr, want) {
+			t.Errorf("the run's output does not contain %q:\n%s\n%s", want, tail(res.stdout, 30), res.stderr)
+		}
+	}
+	checkNoContainersLeft(t, res.stdout)
+}
