@@ -307,7 +307,7 @@ func TestProcStartTime(t *testing.T) {
 	if b, _ := procStartTime(os.Getpid()); b != a {
 		t.Errorf("start time changed: %d, then %d", a, b)
 	}
-	if labels := ownerLabels(); labels[LabelOwnerPID] == "" || labels[LabelOwnerStart] == "" {
+	if labels := ownerLabels(); labels[LabelOwnerPID] == "" || labels[LabelOwnerStart] == "" || !strings.HasPrefix(labels[LabelOwnerPIDNamespace], "pid:[") {
 		t.Errorf("ownerLabels = %v", labels)
 	}
 }

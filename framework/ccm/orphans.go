@@ -19,6 +19,10 @@ const (
 	// LabelOwnerStart is that process's start time in clock ticks since
 	// boot (field 22 of /proc/PID/stat), which tells a reused pid apart.
 	LabelOwnerStart = "ccm-conformance.owner-start"
+	// LabelOwnerPIDNamespace is that process's pid namespace
+	// (/proc/self/ns/pid): a pid means something only there, so a harness
+	// in another namespace (another container) leaves the container alone.
+	LabelOwnerPIDNamespace = "ccm-conformance.owner-pidns"
 )
 
 // ownerLabels are this process's LabelOwnerPID and LabelOwnerStart, or
@@ -29,12 +33,21 @@ func ownerLabels() map[string]string {
 	if err != nil {
 		return nil
 	}
-	return map[string]string{LabelOwnerPID: strconv.Itoa(pid), LabelOwnerStart: strconv.FormatUint(start, 10)}
+	ns, err := pidNamespace()
+	if err != nil {
+		return nil
+	}
+	return map[string]string{LabelOwnerPID: strconv.Itoa(pid), LabelOwnerStart: strconv.FormatUint(start, 10), LabelOwnerPIDNamespace: ns}
+}
+
+// pidNamespace names this process's pid namespace, e.g. "pid:[4026531836]".
+func pidNamespace() (string, error) {
+	return os.Readlink("/proc/self/ns/pid")
 }
 
 // RemoveOrphans removes the containers a harness left when it was killed:
-// those whose LabelOwnerPID process no longer runs (or is another process
-// now, by its start time). It returns their names. Where /proc cannot say
+// those of this pid namespace whose LabelOwnerPID process no longer runs
+// (or is another process now, by its start time). It returns their names. Where /proc cannot say
 // whether a process runs, it removes nothing.
 func RemoveOrphans(ctx context.Context, cli string) ([]string, error) {
 	if cli == "" {
@@ -43,10 +56,14 @@ func RemoveOrphans(ctx context.Context, cli string) ([]string, error) {
 	if _, err := procStartTime(os.Getpid()); err != nil {
 		return nil, nil
 	}
+	ns, err := pidNamespace()
+	if err != nil {
+		return nil, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, dockerCommandTimeout)
 	defer cancel()
 	format := fmt.Sprintf(`{{.Names}}\t{{.Label %q}}\t{{.Label %q}}`, LabelOwnerPID, LabelOwnerStart)
-	out, err := docker(ctx, cli, "ps", "--all", "--filter", "label="+LabelOwnerPID, "--format", format)
+	out, err := docker(ctx, cli, "ps", "--all", "--filter", "label="+LabelOwnerPIDNamespace+"="+ns, "--format", format)
 	if err != nil {
 		return nil, err
 	}
