@@ -9,7 +9,7 @@ N ?= 20
 
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the harness, its kubetest2 tester and the reference provider into bin/
@@ -18,6 +18,14 @@ build: ## Build the harness, its kubetest2 tester and the reference provider int
 .PHONY: conformance
 conformance: build ## Full conformance run against the reference provider on the local cluster
 	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" scripts/conformance.sh
+
+.PHONY: images
+images: ## Build the reference CCM and cloud as OCI images FROM scratch and load them into Docker (docs/images.md)
+	@scripts/images.sh
+
+.PHONY: conformance-image
+conformance-image: build images ## Full conformance run against the reference CCM image on the local cluster
+	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/reference-image.yaml scripts/conformance.sh
 
 .PHONY: test
 test: ## Unit and integration tests (builds the local cluster's binaries on first use)
@@ -40,5 +48,5 @@ verify: ## gofmt, go vet, and the module's Kubernetes pins
 	@scripts/verify.sh
 
 .PHONY: clean
-clean: ## Remove bin/ and _artifacts/
-	rm -rf bin _artifacts
+clean: ## Remove bin/, _artifacts/ and _output/ (the image tarballs)
+	rm -rf bin _artifacts _output

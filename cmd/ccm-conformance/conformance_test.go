@@ -60,6 +60,9 @@ type defectCase struct {
 	profileEdit func(string) string
 	// wantCode is the exit code; default 1 (a spec failed).
 	wantCode int
+	// image runs the reference CCM's image (reference-image.yaml) instead
+	// of its binary.
+	image bool
 	// afterRun, when set, checks more of the run.
 	afterRun func(t *testing.T, artifacts string, res result)
 	failing  map[string][]string
@@ -202,7 +205,14 @@ func runDefectCase(t *testing.T, tt defectCase) {
 		}
 		return s
 	}
-	profile := referenceProfile(t, t.TempDir(), extra, func(s string) string { return testbin.FailFast(mutate(s)) })
+	failFast := func(s string) string { return testbin.FailFast(mutate(s)) }
+	var profile string
+	if tt.image {
+		image, _ := testbin.ReferenceCCMImage(t)
+		profile = testbin.ReferenceImageProfile(t, t.TempDir(), binDir, image, extra, failFast)
+	} else {
+		profile = referenceProfile(t, t.TempDir(), extra, failFast)
+	}
 	args := []string{"run", "--provider", profile, "--artifacts", artifacts, "--cluster-dir", testbin.SharedCluster(t)}
 	if tt.labelFilter != "" {
 		args = append(args, "--label-filter", tt.labelFilter)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 )
 
 // Bad input is reported in one line that names the input, with exit code 2,
@@ -65,11 +67,24 @@ current-context: dead
 		return s[:i] + s[j:]
 	})
 
+	// A CCM image the local Docker engine does not have, and a machine
+	// without docker.
+	const noImage = "ccm-conformance/no-such-image:never"
+	missingImage := testbin.ReferenceImageProfile(t, t.TempDir(), binDir, noImage, nil, nil)
+	missingImageWant := []string{missingImage, "ccm.image: image " + noImage}
+	if testbin.DockerAvailable() == nil {
+		missingImageWant = append(missingImageWant, "not present in the local Docker engine", "make images")
+	}
+	emptyPath := t.TempDir()
+
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
+		{"missing CCM image", []string{"run", "--provider", missingImage}, missingImageWant},
+		{"validate: missing CCM image", []string{"validate-profile", missingImage}, missingImageWant},
+		{"no docker for the CCM image", []string{"run", "--provider", missingImage}, []string{missingImage, "ccm.image: image " + noImage, "docker is not on PATH"}},
 		{"malformed profile", []string{"run", "--provider", malformed}, []string{malformed, "timeouts.nodeInitialize", `"soon"`}},
 		{"timeout without a unit", []string{"run", "--provider", noUnit}, []string{noUnit, "timeouts.nodeInitialize", `"30"`, "without a unit", "30s"}},
 		{"cloud driver answers info with garbage", []string{"run", "--provider", garbageInfo},
@@ -93,7 +108,11 @@ current-context: dead
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, tt.args...)
+			env := []string{"TMPDIR=" + shortTempDir(t)}
+			if tt.name == "no docker for the CCM image" {
+				env = append(env, "PATH="+emptyPath)
+			}
+			res := runHarness(t, env, tt.args...)
 			if res.code != 2 {
 				t.Errorf("exit code %d, want 2; stderr:\n%s", res.code, res.stderr)
 			}

@@ -45,11 +45,14 @@ type BinaryOptions struct {
 	Name string
 }
 
-// Process is a CCM running as a child of the harness.
+// Process is a CCM running as a child of the harness: the binary itself,
+// or `docker run` of its image.
 type Process struct {
 	proc       *proc.Process
 	securePort int
 	command    []string
+	// container is set for a CCM run from an image.
+	container *container
 }
 
 // StartBinary starts the CCM. It adds the flags the harness needs unless
@@ -66,27 +69,9 @@ func StartBinary(opts BinaryOptions) (*Process, error) {
 	if info.IsDir() || info.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("ccm binary %s: not an executable file", opts.Path)
 	}
-	args := append([]string{}, opts.Args...)
-	for _, flag := range []string{"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"} {
-		if _, ok := FlagValue(args, flag); !ok {
-			args = append(args, "--"+flag+"="+opts.Kubeconfig)
-		}
-	}
-	if _, ok := FlagValue(args, "bind-address"); !ok {
-		args = append(args, "--bind-address=127.0.0.1")
-	}
-	port := 0
-	if v, ok := FlagValue(args, "secure-port"); ok {
-		port, err = strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("ccm args: --secure-port=%q is not a number", v)
-		}
-	} else {
-		port, err = FreePort()
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "--secure-port="+strconv.Itoa(port))
+	args, port, err := harnessArgs(opts.Args, opts.Kubeconfig)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
 		return nil, err
@@ -99,14 +84,49 @@ func StartBinary(opts BinaryOptions) (*Process, error) {
 	return &Process{proc: p, securePort: port, command: command}, nil
 }
 
+// harnessArgs adds to args the flags the harness needs, unless they are
+// set: the kubeconfigs, --bind-address=127.0.0.1 and a free --secure-port.
+// It returns the args and the secure port.
+func harnessArgs(args []string, kubeconfig string) ([]string, int, error) {
+	args = append([]string{}, args...)
+	for _, flag := range []string{"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"} {
+		if _, ok := FlagValue(args, flag); !ok {
+			args = append(args, "--"+flag+"="+kubeconfig)
+		}
+	}
+	if _, ok := FlagValue(args, "bind-address"); !ok {
+		args = append(args, "--bind-address=127.0.0.1")
+	}
+	if v, ok := FlagValue(args, "secure-port"); ok {
+		port, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, 0, fmt.Errorf("ccm args: --secure-port=%q is not a number", v)
+		}
+		return args, port, nil
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(args, "--secure-port="+strconv.Itoa(port)), port, nil
+}
+
 // SecurePort is where the CCM serves /healthz.
 func (p *Process) SecurePort() int { return p.securePort }
 
 // CommandLine is how the CCM was started.
 func (p *Process) CommandLine() string { return proc.CommandLine(p.command) }
 
-// Pid is the CCM's process ID.
+// Pid is the CCM's process ID (for an image, that of `docker run`).
 func (p *Process) Pid() int { return p.proc.Pid() }
+
+// Container is the name of the CCM's container, or "" for a binary.
+func (p *Process) Container() string {
+	if p.container == nil {
+		return ""
+	}
+	return p.container.name
+}
 
 // Log returns everything the CCM has logged so far.
 func (p *Process) Log(ctx context.Context) (string, error) { return p.proc.Log(ctx) }
@@ -152,8 +172,12 @@ func (p *Process) Healthz(ctx context.Context) (int, string, error) {
 	return get(ctx, insecureClient(), fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", p.securePort))
 }
 
-// Stop ends the CCM: SIGTERM, then SIGKILL after StopGrace.
+// Stop ends the CCM: SIGTERM, then SIGKILL after StopGrace. A container
+// is removed too, and Stop returns once the engine no longer has it.
 func (p *Process) Stop(ctx context.Context) error {
+	if p.container != nil {
+		return p.container.stop(ctx, p.proc, StopGrace)
+	}
 	return p.proc.Stop(ctx, StopGrace)
 }
 

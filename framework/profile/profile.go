@@ -14,8 +14,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
@@ -69,6 +71,9 @@ type Profile struct {
 type CCM struct {
 	// Binary runs the CCM as a local process that the harness starts.
 	Binary *BinaryCCM `json:"binary,omitempty"`
+	// Image runs the CCM from a container image that the local Docker
+	// engine has; the harness starts it (docs/images.md).
+	Image *ImageCCM `json:"image,omitempty"`
 	// Deployed is a CCM already running in the cluster under test (as a
 	// DaemonSet or Deployment); the harness only reads its logs.
 	Deployed *DeployedCCM `json:"deployed,omitempty"`
@@ -94,6 +99,38 @@ type BinaryCCM struct {
 	Args []string `json:"args,omitempty"`
 	// Env is added to the harness's own environment.
 	Env map[string]string `json:"env,omitempty"`
+}
+
+// ImageCCM is a CCM started from a container image. On the local cluster
+// the harness runs it with Docker on the host network, as it would run the
+// binary (docs/images.md).
+type ImageCCM struct {
+	// Reference names the image as Docker does: repository[:tag] or
+	// repository@sha256:digest. It must be in the local Docker engine
+	// already; nothing is pulled.
+	Reference string `json:"reference"`
+	// Args are passed to the image's entrypoint as ccm.binary.args are to
+	// the binary, with the same flags added by the harness.
+	Args []string `json:"args,omitempty"`
+	// Env is the container's environment (the harness's own is not passed
+	// on).
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// HarnessStarts reports whether the harness runs the CCM itself (from a
+// binary or an image), rather than finding it deployed.
+func (c *CCM) HarnessStarts() bool { return c.Binary != nil || c.Image != nil }
+
+// Command returns the args and env of a CCM the harness starts and the
+// path of the profile field they are in ("ccm.binary" or "ccm.image").
+func (c *CCM) Command() (args []string, env map[string]string, field string) {
+	switch {
+	case c.Binary != nil:
+		return c.Binary.Args, c.Binary.Env, "ccm.binary"
+	case c.Image != nil:
+		return c.Image.Args, c.Image.Env, "ccm.image"
+	}
+	return nil, nil, ""
 }
 
 // Service is a helper process the harness starts before the CCM.
@@ -297,11 +334,20 @@ func (p *Profile) Validate() field.ErrorList {
 
 func (c *CCM) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	var set []string
+	for name, isSet := range map[string]bool{"binary": c.Binary != nil, "image": c.Image != nil, "deployed": c.Deployed != nil} {
+		if isSet {
+			set = append(set, name)
+		}
+	}
+	sort.Strings(set)
 	switch {
-	case c.Binary == nil && c.Deployed == nil:
-		return append(errs, field.Required(path.Child("binary"), "how to run the CCM under test (or ccm.deployed for one already in the cluster)"))
-	case c.Binary != nil && c.Deployed != nil:
-		return append(errs, field.Forbidden(path.Child("deployed"), "ccm.binary and ccm.deployed are exclusive"))
+	case len(set) == 0:
+		return append(errs, field.Required(path.Child("binary"), "how to run the CCM under test (or ccm.image for a container image, ccm.deployed for one already in the cluster)"))
+	case len(set) > 1:
+		return append(errs, field.Forbidden(path.Child(set[1]), fmt.Sprintf("ccm.%s and ccm.%s are exclusive: set one of ccm.binary, ccm.image and ccm.deployed", set[0], set[1])))
+	case c.Image != nil:
+		return append(errs, c.Image.validate(path.Child("image"))...)
 	case c.Deployed != nil:
 		if c.Deployed.Namespace == "" {
 			c.Deployed.Namespace = "kube-system"
@@ -320,6 +366,24 @@ func (c *CCM) validate(path *field.Path) field.ErrorList {
 	errs = append(errs, validateVariables(bpath.Child("path"), []string{c.Binary.Path})...)
 	errs = append(errs, validateVariables(bpath.Child("args"), c.Binary.Args)...)
 	errs = append(errs, validateEnv(bpath.Child("env"), c.Binary.Env)...)
+	return errs
+}
+
+func (c *ImageCCM) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	rpath := path.Child("reference")
+	switch {
+	case c.Reference == "":
+		errs = append(errs, field.Required(rpath, "the image, e.g. registry.example/my-ccm:v1.2.3, present in the local Docker engine"))
+	case strings.Contains(c.Reference, "${"):
+		errs = append(errs, field.Invalid(rpath, c.Reference, "an image reference; variables are not expanded here"))
+	default:
+		if _, err := name.ParseReference(c.Reference); err != nil {
+			errs = append(errs, field.Invalid(rpath, c.Reference, "not an image reference such as repository:tag or repository@sha256:digest"))
+		}
+	}
+	errs = append(errs, validateVariables(path.Child("args"), c.Args)...)
+	errs = append(errs, validateEnv(path.Child("env"), c.Env)...)
 	return errs
 }
 

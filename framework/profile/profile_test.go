@@ -31,6 +31,26 @@ func TestLoadValid(t *testing.T) {
 			if p.CCM.Deployed == nil || p.CCM.Deployed.Namespace != "kube-system" {
 				t.Errorf("deployed CCM = %+v, want namespace defaulted to kube-system", p.CCM.Deployed)
 			}
+			if p.CCM.HarnessStarts() {
+				t.Error("HarnessStarts = true for a deployed CCM, want false")
+			}
+		}},
+		{"valid-image.yaml", func(t *testing.T, p *Profile) {
+			if p.CCM.Image == nil || p.CCM.Image.Reference != "registry.example/my-ccm:v1.2.3" {
+				t.Fatalf("image CCM = %+v", p.CCM.Image)
+			}
+			if !p.CCM.HarnessStarts() {
+				t.Error("HarnessStarts = false for an image, want true")
+			}
+			args, env, field := p.CCM.Command()
+			if field != "ccm.image" || len(args) != 3 || env["MY_CLOUD_ENDPOINT"] == "" {
+				t.Errorf("Command = %v, %v, %q", args, env, field)
+			}
+		}},
+		{"valid-image-digest.yaml", func(t *testing.T, p *Profile) {
+			if p.CCM.Image == nil || !strings.Contains(p.CCM.Image.Reference, "@sha256:") {
+				t.Errorf("image CCM = %+v", p.CCM.Image)
+			}
 		}},
 		{"valid-full.yaml", func(t *testing.T, p *Profile) {
 			if got := p.Timeout(NodeInitialize); got != 30*time.Second {
@@ -84,6 +104,12 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-wrong-type.yaml", []string{"cluster.nodes", "string"}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
 		{"invalid-both-ccms.yaml", []string{"ccm.deployed", "exclusive"}},
+		{"invalid-image-and-binary.yaml", []string{"ccm.image: Forbidden", "ccm.binary and ccm.image are exclusive"}},
+		{"invalid-image-no-reference.yaml", []string{"ccm.image.reference: Required value"}},
+		{"invalid-image-bad-reference.yaml", []string{"ccm.image.reference", `"My CCM:latest"`, "not an image reference"}},
+		{"invalid-image-variable.yaml", []string{"ccm.image.reference", "variables are not expanded"}},
+		{"invalid-image-unknown-variable.yaml", []string{"ccm.image.env[ENDPOINT]", "${PORT}"}},
+		{"invalid-image-unknown-field.yaml", []string{`unknown field "ccm.image.ref"`}},
 		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
 		{"invalid-not-yaml.yaml", []string{"not valid YAML"}},
 		{"invalid-wrong-apiversion.yaml", []string{"apiVersion", "ccm-conformance.dev/v1alpha1"}},

@@ -243,7 +243,17 @@ func (e *Expander) ExpandAll(in []string) ([]string, error) {
 
 // Environ returns the harness's environment with env added, expanded.
 func (e *Expander) Environ(env map[string]string) ([]string, error) {
-	out := os.Environ()
+	own, err := e.Env(env)
+	if err != nil {
+		return nil, err
+	}
+	return append(os.Environ(), own...), nil
+}
+
+// Env returns env expanded, as KEY=VALUE sorted by key, without the
+// harness's environment (a container's whole environment).
+func (e *Expander) Env(env map[string]string) ([]string, error) {
+	var out []string
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
@@ -33,10 +34,14 @@ type Checked struct {
 	// Driver is the cloud driver's handshake answer; nil when the profile
 	// has no driver.
 	Driver *clouddriver.Info
+	// Image is what the local Docker engine knows of ccm.image; nil when
+	// the profile names none.
+	Image *ccm.ImageInfo
 }
 
 // CheckProfile checks a profile and everything it names that can be checked
 // before anything starts: the profile's fields, the executables it runs,
+// the CCM's image (in the local Docker engine, which must be reachable),
 // the leader migration configuration, and the cloud driver's handshake
 // (`info`). Every problem is an *InputError whose message is one line that
 // names the profile and the field.
@@ -69,6 +74,13 @@ func CheckProfile(ctx context.Context, opts CheckOptions) (*Checked, error) {
 		}
 	}
 	checked := &Checked{Profile: p}
+	if img := p.CCM.Image; img != nil {
+		info, err := ccm.InspectImage(ctx, "", img.Reference)
+		if err != nil {
+			return nil, &InputError{fmt.Errorf("profile %s: ccm.image: %w", p.Path, err)}
+		}
+		checked.Image = &info
+	}
 	if checked.Driver, err = checkDriver(ctx, p); err != nil {
 		return nil, err
 	}

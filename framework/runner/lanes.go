@@ -22,7 +22,6 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
-	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
 // Lanes split a run's specs over worker processes, each with a world of
@@ -57,6 +56,12 @@ type Lane struct {
 	Dir string `json:"dir"`
 	// Seed orders the specs, the same in every lane.
 	Seed int64 `json:"seed"`
+	// RunID is the run's ID (RunInfo.RunID), which the lane's containers
+	// carry as a label.
+	RunID string `json:"runID,omitempty"`
+	// CCMImageID is the image ID the coordinator found for ccm.image, so
+	// that every lane runs the image the results name.
+	CCMImageID string `json:"ccmImageID,omitempty"`
 }
 
 // LaneFlag is the flag that makes a program a lane's worker; its value is
@@ -166,14 +171,24 @@ func (l Lane) claim(s types.SpecReport) (bool, error) {
 }
 
 // runLane is a worker's run: its world, its share of the specs, its report.
-func runLane(ctx context.Context, opts Options, p *profile.Profile) error {
+func runLane(ctx context.Context, opts Options, checked *Checked) error {
 	lane := *opts.Lane
+	p := checked.Profile
+	image := checked.Image
+	if image != nil && lane.CCMImageID != "" {
+		pinned := *image
+		pinned.ID = lane.CCMImageID
+		image = &pinned
+	}
 	w := &world{
-		profile: p,
-		backend: opts.Backend,
-		out:     opts.Out,
-		logDir:  lane.logDir(opts.ArtifactsDir),
-		info:    RunInfo{Provider: p.Name},
+		profile:   p,
+		image:     image,
+		runID:     lane.RunID,
+		worldName: fmt.Sprintf("lane-%d", lane.Index),
+		backend:   opts.Backend,
+		out:       opts.Out,
+		logDir:    lane.logDir(opts.ArtifactsDir),
+		info:      RunInfo{Provider: p.Name},
 	}
 	report, err := w.run(ctx, specRun{
 		suites: opts.Suites, labelFilter: opts.LabelFilter, out: opts.Out,
@@ -206,7 +221,7 @@ const laneStopGrace = 3 * time.Minute
 // runLanes is the coordinator's run: it starts the workers, waits for
 // them, and merges their reports. The error is a harness error of a lane
 // (the first one), if any.
-func runLanes(ctx context.Context, opts Options, p *profile.Profile, info *RunInfo) (types.Report, error) {
+func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo) (types.Report, error) {
 	dir, err := os.MkdirTemp(runDirBase(), "ccm-conformance-lanes-")
 	if err != nil {
 		return types.Report{}, &SetupError{Step: "lanes", Err: err}
@@ -224,7 +239,10 @@ func runLanes(ctx context.Context, opts Options, p *profile.Profile, info *RunIn
 	var wg sync.WaitGroup
 	var cmds []*exec.Cmd
 	for i := range lanes {
-		lanes[i] = Lane{Index: i + 1, Count: opts.Lanes, Dir: dir, Seed: seed}
+		lanes[i] = Lane{Index: i + 1, Count: opts.Lanes, Dir: dir, Seed: seed, RunID: info.RunID}
+		if checked.Image != nil {
+			lanes[i].CCMImageID = checked.Image.ID
+		}
 		data, _ := json.Marshal(lanes[i])
 		if err := os.WriteFile(lanes[i].file(), data, 0o644); err != nil {
 			return types.Report{}, &SetupError{Step: "lanes", Err: err}

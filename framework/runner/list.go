@@ -77,7 +77,7 @@ func ListForProfile(ctx context.Context, opts ListOptions) ([]SpecInfo, error) {
 	if checked.Driver != nil {
 		f.Driver = clouddriver.FromInfo(*checked.Driver)
 	}
-	if p.CCM.Binary != nil {
+	if p.CCM.HarnessStarts() {
 		f.CCMInstances = probeCCMs{}
 		if opts.SimulatesNodes && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
 			f.Machines = &framework.Machines{}

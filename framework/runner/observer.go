@@ -34,7 +34,14 @@ type RunInfo struct {
 	// CCMBinary is the CCM executable and CCMDigest its sha256
 	// ("sha256:<hex>"), so that results name exactly what was tested.
 	CCMBinary string `json:"ccmBinary,omitempty"`
+	// CCMImage is the CCM's image as the profile names it (ccm.image);
+	// CCMDigest is then its registry digest, or its image ID when the
+	// local engine knows no registry digest (ccm.ImageInfo.Digest).
+	CCMImage  string `json:"ccmImage,omitempty"`
 	CCMDigest string `json:"ccmDigest,omitempty"`
+	// RunID tells this run's containers from others': they carry the
+	// label ccm-conformance.run=RunID.
+	RunID string `json:"runID,omitempty"`
 	// HarnessVersion is the ccm-conformance version.
 	HarnessVersion string `json:"harnessVersion"`
 	// LabelFilter narrowed the specs, if set.

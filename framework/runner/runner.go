@@ -14,6 +14,7 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -132,7 +133,11 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	p := checked.Profile
 	if opts.Lane != nil {
-		return nil, runLane(ctx, opts, p)
+		return nil, runLane(ctx, opts, checked)
+	}
+	runID, err := newRunID()
+	if err != nil {
+		return nil, &SetupError{Step: "run ID", Err: err}
 	}
 	info := RunInfo{
 		Provider:       p.Name,
@@ -142,10 +147,15 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		HarnessVersion: opts.HarnessVersion,
 		LabelFilter:    opts.LabelFilter,
 		Started:        time.Now(),
+		RunID:          runID,
 	}
 	if b := p.CCM.Binary; b != nil {
 		info.CCMBinary = p.ResolvePath(b.Path)
 		info.CCMDigest, _ = fileDigest(info.CCMBinary)
+	}
+	if img := checked.Image; img != nil {
+		info.CCMImage = img.Reference
+		info.CCMDigest = img.Digest()
 	}
 	for _, o := range opts.Observers {
 		if oerr := o.RunStarted(info); oerr != nil {
@@ -167,9 +177,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	start := time.Now()
 	var specsErr error
 	if opts.Lanes > 0 {
-		report, specsErr = runLanes(ctx, opts, p, &info)
+		report, specsErr = runLanes(ctx, opts, checked, &info)
 	} else {
-		report, specsErr = runOneWorld(ctx, opts, p, &info)
+		report, specsErr = runOneWorld(ctx, opts, checked, &info)
 	}
 	if len(report.SpecReports) == 0 && specsErr != nil {
 		// No spec ran: the world never came up.
@@ -211,9 +221,11 @@ func driverName(p *profile.Profile) string {
 // runOneWorld brings up one world in this process, runs every selected
 // spec there and tears the world down. The report is empty when the world
 // did not come up. The error is a harness error: setup or teardown failed.
-func runOneWorld(ctx context.Context, opts Options, p *profile.Profile, info *RunInfo) (types.Report, error) {
+func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunInfo) (types.Report, error) {
 	w := &world{
-		profile: p,
+		profile: checked.Profile,
+		image:   checked.Image,
+		runID:   info.RunID,
 		backend: opts.Backend,
 		out:     opts.Out,
 		logDir:  filepath.Join(opts.ArtifactsDir, "artifacts", "logs"),
@@ -300,3 +312,17 @@ func fileDigest(path string) (string, error) {
 }
 
 var errNoBackend = errors.New("no cluster backend")
+
+// runIDBytes is how many random bytes a run ID has (twice as many hex
+// digits).
+const runIDBytes = 6
+
+// newRunID returns a run's ID: random hex digits, short enough for
+// container names.
+func newRunID() (string, error) {
+	b := make([]byte, runIDBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -204,3 +204,30 @@ func TestOneLine(t *testing.T) {
 		t.Errorf("oneLine = %q", got)
 	}
 }
+
+func TestContainerNameFor(t *testing.T) {
+	tests := []struct {
+		parts []string
+		want  string
+	}{
+		{[]string{"ccm-conformance", "0a1b2c3d4e5f", "main"}, "ccm-conformance-0a1b2c3d4e5f-main"},
+		{[]string{"ccm-conformance", "0a1b2c3d4e5f", "lane-2", "lm-3/holder"}, "ccm-conformance-0a1b2c3d4e5f-lane-2-lm-3-holder"},
+		{[]string{"ccm-conformance", "id", "spec: a b"}, "ccm-conformance-id-spec--a-b"},
+	}
+	for _, tt := range tests {
+		if got := containerNameFor(tt.parts...); got != tt.want {
+			t.Errorf("containerNameFor(%q) = %q, want %q", tt.parts, got, tt.want)
+		}
+	}
+}
+
+func TestNewRunID(t *testing.T) {
+	a, err := newRunID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newRunID()
+	if len(a) != 2*runIDBytes || a == b {
+		t.Errorf("run IDs %q and %q: want %d hex digits, different each time", a, b, 2*runIDBytes)
+	}
+}

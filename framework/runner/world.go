@@ -48,12 +48,19 @@ const (
 // the cloud driver, the CCM under test and, on clusters without machines,
 // the simulated nodes.
 type world struct {
-	profile  *profile.Profile
-	backend  cluster.Backend
-	out      io.Writer
-	logDir   string // component logs
-	runDir   string // private, removed at the end
-	cleanups []cleanup
+	profile *profile.Profile
+	// image is what the Docker engine knows of ccm.image; nil for another
+	// kind of CCM.
+	image *ccm.ImageInfo
+	// runID is the run's (RunInfo.RunID); worldName is "" for a run in
+	// one world, "lane-N" in a run over lanes. Both name the containers.
+	runID     string
+	worldName string
+	backend   cluster.Backend
+	out       io.Writer
+	logDir    string // component logs
+	runDir    string // private, removed at the end
+	cleanups  []cleanup
 
 	// expander is the run's own (services, cloud driver); ccmExpander the
 	// main CCM's, instance 0, kept so that a restart gets the same ports.
@@ -304,6 +311,16 @@ func (w *world) startCCM(ctx context.Context) error {
 		w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
 		return nil
 	}
+	if w.profile.CCM.Image != nil {
+		// A harness killed with SIGKILL could not remove its containers.
+		removed, err := ccm.RemoveOrphans(ctx, "")
+		if len(removed) > 0 {
+			w.logf("removed %d CCM containers whose harness is gone: %s", len(removed), strings.Join(removed, ", "))
+		}
+		if err != nil {
+			w.logf("removing CCM containers whose harness is gone: %v", err)
+		}
+	}
 	p, err := w.startCCMInstance(ctx, "", w.ccmExpander, nil)
 	if err != nil {
 		return &SetupError{Step: "ccm", Err: err}
@@ -318,44 +335,117 @@ func (w *world) startCCM(ctx context.Context) error {
 // and expander w.ccmExpander (${INSTANCE} 0); each extra one an expander of
 // its own, so that its ${INSTANCE} and ports differ.
 func (w *world) startCCMInstance(ctx context.Context, name string, e *profile.Expander, extraArgs []string) (*ccm.Process, error) {
-	b := w.profile.CCM.Binary
 	logName, label := "ccm.log", "ccm"
 	if name != "" {
 		logName, label = "ccm-"+name+".log", "ccm "+name
 	}
-	path, err := e.Expand(b.Path)
+	profileArgs, profileEnv, fieldPath := w.profile.CCM.Command()
+	args, err := e.ExpandAll(profileArgs)
 	if err != nil {
-		return nil, fmt.Errorf("ccm.binary.path: %w", err)
+		return nil, fmt.Errorf("%s.args: %w", fieldPath, err)
 	}
-	args, err := e.ExpandAll(b.Args)
-	if err != nil {
-		return nil, fmt.Errorf("ccm.binary.args: %w", err)
+	args = append(args, extraArgs...)
+	logPath := filepath.Join(w.logDir, logName)
+	var p *ccm.Process
+	if img := w.profile.CCM.Image; img != nil {
+		// The container's environment is the profile's alone.
+		env, err := e.Env(profileEnv)
+		if err != nil {
+			return nil, fmt.Errorf("%s.env: %w", fieldPath, err)
+		}
+		if e.Instance() == 0 {
+			w.info.CCMEnv = profile.EnvNames(env)
+		}
+		p, err = w.startCCMContainer(name, label, img.Reference, args, env, logPath)
+		if err != nil {
+			return nil, err
+		}
+		w.logf("started %s in container %s (label %s=%s): %s", label, p.Container(), ccm.LabelRun, w.runID, p.CommandLine())
+	} else {
+		b := w.profile.CCM.Binary
+		path, err := e.Expand(b.Path)
+		if err != nil {
+			return nil, fmt.Errorf("ccm.binary.path: %w", err)
+		}
+		env, err := e.Environ(profileEnv)
+		if err != nil {
+			return nil, fmt.Errorf("%s.env: %w", fieldPath, err)
+		}
+		if e.Instance() == 0 {
+			w.info.CCMEnv = profile.EnvNames(env)
+		}
+		p, err = ccm.StartBinary(ccm.BinaryOptions{
+			Name:       label,
+			Path:       w.profile.ResolvePath(path),
+			Args:       args,
+			Env:        env,
+			Kubeconfig: w.cluster.Kubeconfig(),
+			LogPath:    logPath,
+		})
+		if err != nil {
+			return nil, err
+		}
+		w.logf("started %s (pid %d): %s", label, p.Pid(), p.CommandLine())
 	}
-	env, err := e.Environ(b.Env)
-	if err != nil {
-		return nil, fmt.Errorf("ccm.binary.env: %w", err)
-	}
-	if e.Instance() == 0 {
-		w.info.CCMEnv = profile.EnvNames(env)
-	}
-	p, err := ccm.StartBinary(ccm.BinaryOptions{
-		Name:       label,
-		Path:       w.profile.ResolvePath(path),
-		Args:       append(args, extraArgs...),
-		Env:        env,
-		Kubeconfig: w.cluster.Kubeconfig(),
-		LogPath:    filepath.Join(w.logDir, logName),
-	})
-	if err != nil {
-		return nil, err
-	}
-	w.logf("started %s (pid %d): %s", label, p.Pid(), p.CommandLine())
 	if err := p.WaitReady(ctx, w.profile.Timeout(profile.CCMReady), ccmHealthPoll); err != nil {
 		_ = p.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	w.logf("%s healthy on port %d", label, p.SecurePort())
 	return p, nil
+}
+
+// startCCMContainer runs the profile's image with Docker on the host
+// network. The container's name is unique to the run, the world and the
+// instance; its labels say which run it belongs to, so that whatever a
+// run leaves can be found.
+func (w *world) startCCMContainer(name, label, reference string, args, env []string, logPath string) (*ccm.Process, error) {
+	instance := name
+	if instance == "" {
+		instance = "main"
+	}
+	parts := []string{"ccm-conformance", w.runID}
+	if w.worldName != "" {
+		parts = append(parts, w.worldName)
+	}
+	containerName := containerNameFor(append(parts, instance)...)
+	image := reference
+	if w.image != nil && w.image.ID != "" {
+		image = w.image.ID
+	}
+	labels := map[string]string{ccm.LabelRun: w.runID, ccm.LabelInstance: instance, ccm.LabelImage: reference}
+	if w.worldName != "" {
+		labels[labelWorld] = w.worldName
+	}
+	return ccm.StartImage(ccm.ImageOptions{
+		Name:       label,
+		Image:      image,
+		Args:       args,
+		Env:        env,
+		Kubeconfig: w.cluster.Kubeconfig(),
+		LogPath:    logPath,
+		FilesDir:   filepath.Join(w.runDir, "container-"+containerName),
+		Container:  containerName,
+		Labels:     labels,
+	})
+}
+
+// labelWorld names the world (lane) of a run a container belongs to.
+const labelWorld = "ccm-conformance.world"
+
+// containerNameFor joins parts into a Docker container name: characters a
+// name cannot have become "-".
+func containerNameFor(parts ...string) string {
+	name := strings.Join(parts, "-")
+	var b strings.Builder
+	for _, r := range name {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }
 
 // mainCCM is the CCM instance the world started; specs may stop and

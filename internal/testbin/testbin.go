@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
+	"github.com/ccm-conformance/ccm-conformance/internal/images"
 )
 
 // ReferenceProvider are the packages of the reference provider's binaries.
@@ -54,6 +55,7 @@ func Main(m *testing.M, dir *string, pkgs ...string) int {
 	}
 	*dir = d
 	defer stopSharedCluster()
+	defer removeSharedImage()
 	return m.Run()
 }
 
@@ -108,7 +110,29 @@ func stopSharedCluster() {
 // returns the copy's path.
 func ReferenceProfile(t testing.TB, dir, binDir string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(RepoRoot(), "providers", "profiles", "reference.yaml"))
+	return writeProfile(t, "reference.yaml", dir, binDir, extraCCMArgs, mutate)
+}
+
+// ReferenceImageProfile is ReferenceProfile for reference-image.yaml, the
+// reference CCM run from an image: image replaces its ccm.image.reference.
+func ReferenceImageProfile(t testing.TB, dir, binDir, image string, extraCCMArgs []string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, "reference-image.yaml", dir, binDir, extraCCMArgs, func(s string) string {
+		const line = "    reference: ccm-conformance/reference-ccm:latest\n"
+		if !strings.Contains(s, line) {
+			t.Fatalf("reference-image.yaml has no line %q to replace", line)
+		}
+		s = strings.Replace(s, line, "    reference: "+image+"\n", 1)
+		if mutate != nil {
+			s = mutate(s)
+		}
+		return s
+	})
+}
+
+func writeProfile(t testing.TB, file, dir, binDir string, extraCCMArgs []string, mutate func(string) string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "providers", "profiles", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,4 +193,95 @@ func FailFast(profileText string) string {
 		profileText = re.ReplaceAllString(profileText, "${1}"+value)
 	}
 	return profileText
+}
+
+// The reference CCM's image that the tests of one test binary share
+// (ReferenceCCMImage).
+var sharedImage struct {
+	once      sync.Once
+	reference string
+	id        string
+	err       error
+}
+
+// DockerAvailable says whether the local Docker engine answers, or why
+// not.
+func DockerAvailable() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("docker version: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ReferenceCCMImage builds the reference CCM's image from this checkout
+// once per test binary, loads it into the local Docker engine under a tag
+// of its own (never :latest, which is the developer's), and returns the
+// reference and image ID. Main removes the tag at the end.
+func ReferenceCCMImage(t testing.TB) (reference, id string) {
+	t.Helper()
+	sharedImage.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		tag := fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().Unix())
+		var targets []images.Target
+		for _, target := range images.ReferenceTargets() {
+			if target.Name == "reference-ccm" {
+				targets = append(targets, target)
+			}
+		}
+		out, err := os.MkdirTemp("", "ccm-conformance-test-images-")
+		if err != nil {
+			sharedImage.err = err
+			return
+		}
+		defer os.RemoveAll(out)
+		built, err := images.Build(ctx, images.Options{
+			RepoDir:  RepoRoot(),
+			OutDir:   out,
+			Tags:     []string{tag},
+			Load:     true,
+			Progress: os.Stderr,
+			Targets:  targets,
+		})
+		if err != nil {
+			sharedImage.err = err
+			return
+		}
+		sharedImage.reference, sharedImage.id = built[0].Tags[0], built[0].ImageID
+	})
+	if sharedImage.err != nil {
+		t.Fatalf("building the reference CCM's image: %v", sharedImage.err)
+	}
+	return sharedImage.reference, sharedImage.id
+}
+
+func removeSharedImage() {
+	if sharedImage.reference == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "rmi", sharedImage.reference).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "removing the test image %s: %v: %s\n", sharedImage.reference, err, out)
+	}
+}
+
+// ContainersLabelled lists the containers, running or not, that carry
+// label=value.
+func ContainersLabelled(t testing.TB, label, value string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "--all", "--filter", "label="+label+"="+value, "--format", "{{.Names}} ({{.Status}})").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker ps: %v: %s", err, out)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line != "" {
+			names = append(names, line)
+		}
+	}
+	return names
 }

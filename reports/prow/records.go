@@ -56,8 +56,9 @@ const (
 	// MetaErrors records metadata.json files that could not be merged, the
 	// way Prow's sidecar records them under "sidecar-errors".
 	MetaErrors = "ccm-conformance-errors"
-	// MetaCCMImage is the image of a CCM deployed in the cluster under
-	// test, when the caller names it (the kubetest2 tester does).
+	// MetaCCMImage is the image of the CCM under test: the profile's
+	// ccm.image, or that of a CCM deployed in the cluster under test when
+	// the caller names it (the kubetest2 tester does).
 	MetaCCMImage = "ccm-image"
 	// MetaProfileDigest is the sha256 of the profile file's content
 	// ("sha256:<hex>"), which tells two versions of one profile apart.

@@ -132,6 +132,7 @@ func runMetadata(info runner.RunInfo) map[string]any {
 	set(prow.MetaKubernetesCommit, info.KubernetesCommit)
 	set(prow.MetaCCMBinary, info.CCMBinary)
 	set(prow.MetaCCMDigest, info.CCMDigest)
+	set(prow.MetaCCMImage, info.CCMImage)
 	set(prow.MetaLabelFilter, info.LabelFilter)
 	set(prow.MetaProfileDigest, info.ProfileDigest)
 	set(prow.MetaCCMEnv, strings.Join(info.CCMEnv, ","))

@@ -33,13 +33,16 @@ field, with exit code 2.`,
 				caps[i] = string(c)
 			}
 			fmt.Fprintf(stdout, "profile %s is valid: provider %q, capabilities %s\n", args[0], p.Name, strings.Join(caps, ", "))
+			if img := checked.Image; img != nil {
+				fmt.Fprintf(stdout, "ccm image: %s, image ID %s, user %q\n", img.Reference, img.ID, img.User)
+			}
 			if d := checked.Driver; d != nil {
 				fmt.Fprintf(stdout, "cloud driver: provider %q, protocol %s, %d verbs\n", d.Provider, d.ProtocolVersion, len(d.Verbs))
 				drv := clouddriver.FromInfo(*d)
 				if !drv.Supports(clouddriver.VerbInstanceCreate) || !drv.Supports(clouddriver.VerbInstanceDelete) {
 					fmt.Fprintln(stdout, `note: the cloud driver does not implement "instance create" and "instance delete", so the profile runs only on an existing cluster (--kubeconfig)`)
 				}
-			} else if p.CCM.Binary != nil {
+			} else if p.CCM.HarnessStarts() {
 				fmt.Fprintln(stdout, "note: the profile has no cloud driver, so it runs only on an existing cluster (--kubeconfig), and specs that check the cloud skip")
 			}
 			return nil
