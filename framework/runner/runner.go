@@ -143,6 +143,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		LabelFilter:    opts.LabelFilter,
 		Started:        time.Now(),
 	}
+	for _, c := range p.Capabilities {
+		info.Capabilities = append(info.Capabilities, string(c))
+	}
 	if b := p.CCM.Binary; b != nil {
 		info.CCMBinary = p.ResolvePath(b.Path)
 		info.CCMDigest, _ = fileDigest(info.CCMBinary)
