@@ -267,3 +267,28 @@ func runDefectCase(t *testing.T, tt defectCase) {
 }
 
 func tail(s string, n int) string { return testbin.Tail(s, n) }
+
+// The leak check: a CCM that reports a load balancer deleted without
+// deleting it (keep-lb-on-delete) passes the spec it runs, whose Service is
+// deleted only at cleanup, but the run fails (a harness error, exit 2)
+// naming the cloud load balancer it left behind.
+func TestIntegrationLeakCheckNamesTheLoadBalancer(t *testing.T) {
+	skipUnlessIntegration(t)
+	runDefectCase(t, defectCase{
+		name: "load balancer left behind", defects: "keep-lb-on-delete",
+		labelFilter: "LoadBalancerSourceRanges && !DataPath",
+		wantCode:    2,
+		failing: map[string][]string{
+			"[harness] the run leaves nothing behind": {"the specs left 1 thing(s) behind", "cloud load balancer a", "(of Service ccm-lb-"},
+		},
+		afterRun: func(t *testing.T, artifacts string, res result) {
+			specs, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "specs.json"))
+			if err != nil || !strings.Contains(string(specs), `"harnessErrorClass": "leak"`) {
+				t.Errorf("specs.json does not record the leak (%v):\n%s", err, specs)
+			}
+			if !strings.Contains(res.stdout, "passes loadBalancerSourceRanges to the cloud") {
+				t.Errorf("the spec that made the load balancer did not run:\n%s", tail(res.stdout, 40))
+			}
+		},
+	})
+}

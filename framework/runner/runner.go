@@ -232,19 +232,36 @@ func runOneWorld(ctx context.Context, opts Options, p *profile.Profile, info *Ru
 func (w *world) run(ctx context.Context, sr specRun) (types.Report, error) {
 	setupErr := w.setUp(ctx)
 	var report types.Report
+	var leakErr error
 	if setupErr == nil {
 		w.logf("setup took %s", formatPhases(w.phases))
+		// What the world holds before the specs: afterwards it must hold
+		// nothing more (checkLeftovers).
+		before, invErr := takeInventory(ctx, w.client, w.driver)
 		// ginkgo ends the specs on SIGINT or SIGTERM itself; ctx ends
 		// with them, and Run reads it.
 		report = sr.run(w.framework())
+		switch {
+		case ctx.Err() != nil:
+		case invErr != nil:
+			leakErr = w.blameDriver(&SetupError{Step: "leak check", Err: fmt.Errorf("taking the inventory before the specs: %w", invErr)})
+		default:
+			leakErr = w.blameDriver(w.checkLeftovers(ctx, before))
+		}
+		if leakErr != nil {
+			w.logf("leak check: %v", leakErr)
+		}
 	}
 	if terr := w.tearDown(); terr != nil {
 		w.logf("teardown: %v", terr)
 		if setupErr == nil {
-			return report, &SetupError{Step: "teardown", Err: terr}
+			return report, errors.Join(leakErr, &SetupError{Step: "teardown", Err: terr})
 		}
 	}
-	return report, setupErr
+	if setupErr != nil {
+		return report, setupErr
+	}
+	return report, leakErr
 }
 
 func formatPhases(phases []Phase) string {

@@ -21,7 +21,8 @@ const (
 	// DefectStaleAddresses keeps the first addresses reported for a node
 	// and ignores later changes in the cloud.
 	DefectStaleAddresses Defect = "stale-addresses"
-	// DefectKeepLBOnDelete makes EnsureLoadBalancerDeleted do nothing.
+	// DefectKeepLBOnDelete makes EnsureLoadBalancerDeleted report success
+	// without deleting anything: the cloud load balancer is leaked.
 	DefectKeepLBOnDelete Defect = "keep-lb-on-delete"
 	// DefectBackendsAllInstances makes every instance of the cloud a load
 	// balancer backend, instead of the nodes the service controller chose.
