@@ -155,7 +155,7 @@ func (r *Report) checkOne(version, name string) ProviderCheck {
 			c.Reason = fmt.Sprintf("%s passed %d consecutive runs of the %d needed", newest.Pair, newest.Streak, r.Streak)
 		}
 		if why := newest.PartialReason(); why != "" {
-			c.Reason += fmt.Sprintf("; %d run(s) %s", newest.Partials, why)
+			c.Reason += fmt.Sprintf("; %d run(s) partial, no last-known-good evidence: %s", newest.Partials, why)
 		}
 		if len(newest.FailedSpecs) > 0 {
 			c.Reason += "; failing: " + strings.Join(newest.FailedSpecs, "; ")

@@ -225,7 +225,7 @@ func partialReason(filters, missing []string) string {
 	if len(missing) > 0 {
 		parts = append(parts, fmt.Sprintf("%d release-blocking spec(s) of claimed capabilities did not run: %s", len(missing), strings.Join(missing, "; ")))
 	}
-	return "partial, not last-known-good evidence: " + strings.Join(parts, "; ")
+	return strings.Join(parts, "; ")
 }
 
 func contains(list []string, s string) bool {
@@ -292,8 +292,8 @@ type PairStatus struct {
 	MissingSpecs []string `json:"missingSpecs,omitempty"`
 }
 
-// PartialReason says why the pair's partial runs are partial, or "" when
-// it has none.
+// PartialReason says why the pair's partial runs are partial (the label
+// filters, the release-blocking specs left out), or "" when it has none.
 func (p *PairStatus) PartialReason() string {
 	if p.Partials == 0 {
 		return ""

@@ -496,9 +496,9 @@ func TestCheckReasonNamesWhatPartialRunsMissed(t *testing.T) {
 		want     Status
 		reason   []string
 	}{
-		{"filtered", StatusPartial, []string{"has 2 run(s), none a full one", `2 run(s) partial, not last-known-good evidence: narrowed by the label filter "InstancesV2"`}},
+		{"filtered", StatusPartial, []string{"has 2 run(s), none a full one", `2 run(s) partial, no last-known-good evidence: narrowed by the label filter "InstancesV2"`}},
 		{"skipping", StatusPartial, []string{"did not run: [nodelifecycle] deletes the Node of a deleted instance"}},
-		{"mixed", StatusPending, []string{"passed 2 consecutive runs of the 3 needed", `1 run(s) partial, not last-known-good evidence: narrowed by the label filter "InstancesV2"`}},
+		{"mixed", StatusPending, []string{"passed 2 consecutive runs of the 3 needed", `1 run(s) partial, no last-known-good evidence: narrowed by the label filter "InstancesV2"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {

@@ -182,7 +182,7 @@ func printShowTable(w io.Writer, rep *lkg.Report) {
 	for _, ps := range rep.Providers {
 		for _, p := range ps.Pairs {
 			if why := p.PartialReason(); why != "" {
-				fmt.Fprintf(w, "%s %s: %d run(s) %s\n", ps.Provider, p.Pair, p.Partials, why)
+				fmt.Fprintf(w, "%s %s: %d run(s) partial, no last-known-good evidence: %s\n", ps.Provider, p.Pair, p.Partials, why)
 			}
 		}
 	}
