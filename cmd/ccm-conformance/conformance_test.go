@@ -292,3 +292,39 @@ func TestIntegrationLeakCheckNamesTheLoadBalancer(t *testing.T) {
 		},
 	})
 }
+
+// A CCM that takes the instances of one zone for gone
+// (instances-gone-in-zone-c) deletes the NotReady Nodes there: the spec
+// that keeps a NotReady node in every zone catches it whatever names and
+// zones the machines drew. (The stopped-instance spec, on one machine of
+// a zone drawn in turn, catches it only when it lands in zone-c, so its
+// outcome is not checked here.)
+func TestIntegrationNotReadyNodesInEveryZone(t *testing.T) {
+	skipUnlessIntegration(t)
+	artifacts := t.TempDir()
+	profile := referenceProfile(t, t.TempDir(), []string{"--reference-defects=instances-gone-in-zone-c"}, testbin.FailFast)
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
+		"--cluster-dir", testbin.SharedCluster(t), "--label-filter", "NodeLifecycle")
+	if res.code != 1 {
+		t.Fatalf("exit code %d, want 1\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
+	}
+	const spec = "keeps every NotReady Node whose instance still exists, in every zone of the cluster"
+	found := false
+	for _, c := range readJUnit(t, artifacts) {
+		if !strings.Contains(c.Name, spec) {
+			continue
+		}
+		found = true
+		if c.Status != "failed" || c.Failure == nil {
+			t.Fatalf("spec %q: %s, want failed", c.Name, c.Status)
+		}
+		for _, want := range []string{"node ccm-node-", "in zone zone-c still exists) was deleted although its instance still exists"} {
+			if !strings.Contains(c.Failure.Message, want) {
+				t.Errorf("failure message lacks %q:\n%s", want, c.Failure.Message)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no spec matching %q in the report", spec)
+	}
+}
