@@ -318,7 +318,7 @@ func TestIntegrationNotReadyNodesInEveryZone(t *testing.T) {
 		if c.Status != "failed" || c.Failure == nil {
 			t.Fatalf("spec %q: %s, want failed", c.Name, c.Status)
 		}
-		for _, want := range []string{"node ccm-node-", "in zone zone-c still exists) was deleted although its instance still exists"} {
+		for _, want := range []string{"node ccm-node-", "in zone zone-c running) was deleted: expected it kept, since its instance exists"} {
 			if !strings.Contains(c.Failure.Message, want) {
 				t.Errorf("failure message lacks %q:\n%s", want, c.Failure.Message)
 			}

@@ -163,7 +163,10 @@ func declare(f *framework.Framework) {
 			}
 			victim := initializedMachine(ctx, framework.MachineRequest{})
 
-			deleted := "although its instance still exists: expected a NotReady Node kept while its instance exists"
+			deleted := "although its instance is running: expected it kept, since its instance exists"
+			keptGone := func(m *framework.Machine) string {
+				return fmt.Sprintf("node %s (NotReady, instance %s in zone %s running) was deleted: expected it kept, since its instance exists", m.Name, m.Instance.ID, m.Instance.Zone)
+			}
 			for _, m := range append(kept, victim) {
 				m.Kubelet.Stop()
 			}
@@ -176,7 +179,7 @@ func declare(f *framework.Framework) {
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				for _, m := range kept {
 					if n, err := v.Node(m.Name); gone(n, err) {
-						StopTrying(fmt.Sprintf("node %s (NotReady, instance %s in zone %s still exists) was deleted %s", m.Name, m.Instance.ID, m.Instance.Zone, deleted)).Now()
+						StopTrying(keptGone(m)).Now()
 					}
 				}
 				n, err := v.Node(victim.Name)
@@ -193,7 +196,7 @@ func declare(f *framework.Framework) {
 				for _, m := range kept {
 					n, err := v.Node(m.Name)
 					if gone(n, err) {
-						StopTrying(fmt.Sprintf("node %s (NotReady, instance %s in zone %s still exists) was deleted %s", m.Name, m.Instance.ID, m.Instance.Zone, deleted)).Now()
+						StopTrying(keptGone(m)).Now()
 					}
 					g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 				}
