@@ -99,7 +99,10 @@ type Result struct {
 	// protocol error. Those specs failed for the driver, not the CCM.
 	DriverFailures []string
 	DriverFault    string
-	Duration       time.Duration
+	// Leftovers name what the specs left behind (LeakError), also when a
+	// spec failed and the run's error is not the leak.
+	Leftovers []string
+	Duration  time.Duration
 }
 
 // Summary is the closing line of a run: "N passed, N failed, N skipped",
@@ -185,6 +188,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	res = resultFrom(report, opts.LabelFilter)
 	res.Duration = time.Since(start)
+	if leak := asLeak(specsErr); leak != nil {
+		res.Leftovers = leak.Leftovers
+	}
 	if ctx.Err() != nil {
 		res.Interrupted = true
 	}
@@ -283,6 +289,9 @@ func writeSummary(opts Options, p *profile.Profile, res *Result) {
 	}
 	for _, f := range res.Failures {
 		fmt.Fprintf(&b, "FAILED %s\n", f)
+	}
+	for _, what := range res.Leftovers {
+		fmt.Fprintf(&b, "LEFT BEHIND %s\n", what)
 	}
 	if n := len(res.DriverFailures); n > 0 {
 		fmt.Fprintf(&b, "cloud driver failed: it broke the protocol in %d of the %d failed specs, which count against the driver, not the CCM\n", n, res.Failed)
