@@ -123,10 +123,11 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 		{
 			name: "node lifecycle ignores the cloud", defects: "instance-exists-always,no-shutdown", labelFilter: "NodeLifecycle",
 			failing: map[string][]string{
-				"deletes the Node of an instance deleted in the cloud": {"node ccm-node-", "expected it deleted, since its instance was deleted from the cloud; saw it still there"},
-				"taints the Node of a stopped instance as shut down":   {"node ccm-node-", "expected taint node.cloudprovider.kubernetes.io/shutdown"},
-				"keeps a Node whose instance never existed":            {"node ccm-phantom-", "expected it deleted, since no instance of that name exists", "saw it still there"},
-				"deletes it once the cloud says the instance is gone":  {"node ccm-node-", "expected it deleted, since the cloud answers again and says its instance is gone; saw it still there"},
+				"deletes the Node of an instance deleted in the cloud":  {"node ccm-node-", "expected it deleted, since its instance was deleted from the cloud; saw it still there"},
+				"taints the Node of a stopped instance as shut down":    {"node ccm-node-", "expected taint node.cloudprovider.kubernetes.io/shutdown"},
+				"keeps a Node whose instance never existed":             {"node ccm-phantom-", "expected it deleted, since no instance of that name exists", "saw it still there"},
+				"keeps every NotReady Node whose instance still exists": {"node ccm-node-", "expected it deleted, since its instance was deleted from the cloud (the control"},
+				"deletes it once the cloud says the instance is gone":   {"node ccm-node-", "expected it deleted, since the cloud answers again and says its instance is gone; saw it still there"},
 			},
 		},
 		{
@@ -278,10 +279,20 @@ func TestIntegrationLeakCheckNamesTheLoadBalancer(t *testing.T) {
 		name: "load balancer left behind", defects: "keep-lb-on-delete",
 		labelFilter: "LoadBalancerSourceRanges && !DataPath",
 		wantCode:    2,
-		failing: map[string][]string{
-			"[harness] the run leaves nothing behind": {"the specs left 1 thing(s) behind", "cloud load balancer a", "(of Service ccm-lb-"},
-		},
+		// The spec itself passes; the harness's case fails.
 		afterRun: func(t *testing.T, artifacts string, res result) {
+			junit, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "junit_harness_01.xml"))
+			if err != nil {
+				t.Fatalf("no harness JUnit file: %v", err)
+			}
+			for _, want := range []string{`name="[harness] the run leaves nothing behind"`, "the specs left 1 thing(s) behind", "cloud load balancer a", "(of Service ccm-lb-"} {
+				if !strings.Contains(string(junit), want) {
+					t.Errorf("junit_harness_01.xml lacks %q:\n%s", want, junit)
+				}
+			}
+			if !strings.Contains(res.stdout, "LEFT BEHIND cloud load balancer a") {
+				t.Errorf("the summary does not name the load balancer:\n%s", tail(res.stdout, 20))
+			}
 			specs, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "specs.json"))
 			if err != nil || !strings.Contains(string(specs), `"harnessErrorClass": "leak"`) {
 				t.Errorf("specs.json does not record the leak (%v):\n%s", err, specs)
