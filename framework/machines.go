@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
@@ -133,4 +134,63 @@ func UniqueName(prefix string) string {
 		b[i] = alphabet[n.Int64()]
 	}
 	return prefix + "-" + string(b)
+}
+
+// NameWithoutInstanceInput says how NameWithoutInstance picks names.
+type NameWithoutInstanceInput struct {
+	// Driver answers `instance get`. Required.
+	Driver *clouddriver.Driver
+	// Prefix of the names, as for UniqueName.
+	Prefix string
+	// Tries is how many names are tried; default 3.
+	Tries int
+	// NewName makes a name from the prefix; default UniqueName.
+	NewName func(prefix string) string
+}
+
+// InstanceNamesTakenError is NameWithoutInstance's answer when every name
+// it tried names an instance of the cloud.
+type InstanceNamesTakenError struct {
+	// Instances are what the cloud answered for each name tried.
+	Instances []clouddriver.Instance
+}
+
+func (e *InstanceNamesTakenError) Error() string {
+	names := make([]string, len(e.Instances))
+	seen := make([]string, len(e.Instances))
+	for i, in := range e.Instances {
+		names[i] = in.Name
+		seen[i] = fmt.Sprintf("%s (id %s, providerID %q)", in.Name, in.ID, in.ProviderID)
+	}
+	return fmt.Sprintf("node names %s: expected the cloud to have no instance of that name (instance get exits %d), saw instances %s: a name the cloud resolves cannot stand for an instance that never existed",
+		strings.Join(names, ", "), clouddriver.ExitNotFound, strings.Join(seen, ", "))
+}
+
+// NameWithoutInstance returns a new node name that the cloud confirms no
+// instance has: the driver's `instance get` says "no such object" (exit 3)
+// for it. A cloud may resolve a name it never gave out (a DNS-like lookup,
+// a name another cluster uses); a spec about an instance that never
+// existed must not rely on chance. When every name tried is taken, the
+// error is an *InstanceNamesTakenError naming the instances; any other
+// answer of the driver is returned as it is.
+func NameWithoutInstance(ctx context.Context, in NameWithoutInstanceInput) (string, error) {
+	if in.Tries <= 0 {
+		in.Tries = 3
+	}
+	if in.NewName == nil {
+		in.NewName = UniqueName
+	}
+	taken := &InstanceNamesTakenError{}
+	for range in.Tries {
+		name := in.NewName(in.Prefix)
+		inst, err := in.Driver.GetInstance(ctx, name)
+		switch {
+		case clouddriver.IsNotFound(err):
+			return name, nil
+		case err != nil:
+			return "", fmt.Errorf("asking the cloud driver whether an instance is named %s: %w", name, err)
+		}
+		taken.Instances = append(taken.Instances, *inst)
+	}
+	return "", taken
 }

@@ -126,10 +126,11 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 		{
 			name: "node lifecycle ignores the cloud", defects: "instance-exists-always,no-shutdown", labelFilter: "NodeLifecycle",
 			failing: map[string][]string{
-				"deletes the Node of an instance deleted in the cloud": {"node ccm-node-", "expected it deleted, since its instance was deleted from the cloud; saw it still there"},
-				"taints the Node of a stopped instance as shut down":   {"node ccm-node-", "expected taint node.cloudprovider.kubernetes.io/shutdown"},
-				"keeps a Node whose instance never existed":            {"node ccm-phantom-", "expected it deleted, since no instance of that name exists", "saw it still there"},
-				"deletes it once the cloud says the instance is gone":  {"node ccm-node-", "expected it deleted, since the cloud answers again and says its instance is gone; saw it still there"},
+				"deletes the Node of an instance deleted in the cloud":  {"node ccm-node-", "expected it deleted, since its instance was deleted from the cloud; saw it still there"},
+				"taints the Node of a stopped instance as shut down":    {"node ccm-node-", "expected taint node.cloudprovider.kubernetes.io/shutdown"},
+				"keeps a Node whose instance never existed":             {"node ccm-phantom-", "expected it deleted, since no instance of that name exists", "saw it still there"},
+				"keeps every NotReady Node whose instance still exists": {"node ccm-node-", "expected it deleted, since its instance was deleted from the cloud (the control"},
+				"deletes it once the cloud says the instance is gone":   {"node ccm-node-", "expected it deleted, since the cloud answers again and says its instance is gone; saw it still there"},
 			},
 		},
 		{
@@ -277,3 +278,74 @@ func runDefectCase(t *testing.T, tt defectCase) {
 }
 
 func tail(s string, n int) string { return testbin.Tail(s, n) }
+
+// The leak check: a CCM that reports a load balancer deleted without
+// deleting it (keep-lb-on-delete) passes the spec it runs, whose Service is
+// deleted only at cleanup, but the run fails (a harness error, exit 2)
+// naming the cloud load balancer it left behind.
+func TestIntegrationLeakCheckNamesTheLoadBalancer(t *testing.T) {
+	skipUnlessIntegration(t)
+	runDefectCase(t, defectCase{
+		name: "load balancer left behind", defects: "keep-lb-on-delete",
+		labelFilter: "LoadBalancerSourceRanges && !DataPath",
+		wantCode:    2,
+		// The spec itself passes; the harness's case fails.
+		afterRun: func(t *testing.T, artifacts string, res result) {
+			junit, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "junit_harness_01.xml"))
+			if err != nil {
+				t.Fatalf("no harness JUnit file: %v", err)
+			}
+			for _, want := range []string{`name="[harness] the run leaves nothing behind"`, "the specs left 1 thing(s) behind", "cloud load balancer a", "(of Service ccm-lb-"} {
+				if !strings.Contains(string(junit), want) {
+					t.Errorf("junit_harness_01.xml lacks %q:\n%s", want, junit)
+				}
+			}
+			if !strings.Contains(res.stdout, "LEFT BEHIND cloud load balancer a") {
+				t.Errorf("the summary does not name the load balancer:\n%s", tail(res.stdout, 20))
+			}
+			specs, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "specs.json"))
+			if err != nil || !strings.Contains(string(specs), `"harnessErrorClass": "leak"`) {
+				t.Errorf("specs.json does not record the leak (%v):\n%s", err, specs)
+			}
+			if !strings.Contains(res.stdout, "passes loadBalancerSourceRanges to the cloud") {
+				t.Errorf("the spec that made the load balancer did not run:\n%s", tail(res.stdout, 40))
+			}
+		},
+	})
+}
+
+// A CCM that takes the instances of one zone for gone
+// (instances-gone-in-zone-c) deletes the NotReady Nodes there: the spec
+// that keeps a NotReady node in every zone catches it whatever names and
+// zones the machines drew. (The stopped-instance spec, on one machine of
+// a zone drawn in turn, catches it only when it lands in zone-c, so its
+// outcome is not checked here.)
+func TestIntegrationNotReadyNodesInEveryZone(t *testing.T) {
+	skipUnlessIntegration(t)
+	artifacts := t.TempDir()
+	profile := referenceProfile(t, t.TempDir(), []string{"--reference-defects=instances-gone-in-zone-c"}, testbin.FailFast)
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
+		"--cluster-dir", testbin.SharedCluster(t), "--label-filter", "NodeLifecycle")
+	if res.code != 1 {
+		t.Fatalf("exit code %d, want 1\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
+	}
+	const spec = "keeps every NotReady Node whose instance still exists, in every zone of the cluster"
+	found := false
+	for _, c := range readJUnit(t, artifacts) {
+		if !strings.Contains(c.Name, spec) {
+			continue
+		}
+		found = true
+		if c.Status != "failed" || c.Failure == nil {
+			t.Fatalf("spec %q: %s, want failed", c.Name, c.Status)
+		}
+		for _, want := range []string{"node ccm-node-", "in zone zone-c running) was deleted: expected it kept, since its instance exists"} {
+			if !strings.Contains(c.Failure.Message, want) {
+				t.Errorf("failure message lacks %q:\n%s", want, c.Failure.Message)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no spec matching %q in the report", spec)
+	}
+}

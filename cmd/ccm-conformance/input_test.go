@@ -203,3 +203,35 @@ func TestListShowsLabelsAndSkips(t *testing.T) {
 		t.Errorf("list does not show a runnable spec unmarked:\n%s", res.stdout)
 	}
 }
+
+// The externalTrafficPolicy Local spec needs health checks of the
+// healthCheckNodePort, which not every cloud that provisions load
+// balancers does: a profile claiming LoadBalancer alone skips it, naming
+// the capability, and still runs the other load balancer specs.
+func TestListHealthCheckNodePortIsACapabilityOfItsOwn(t *testing.T) {
+	const spec = "health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local [LoadBalancer, LoadBalancerHealthCheckNodePort]"
+	tests := []struct {
+		name     string
+		edit     func(string) string
+		wantLine string
+	}{
+		{"claimed", nil, spec + "\n"},
+		{"LoadBalancer alone", func(s string) string { return strings.Replace(s, "  - LoadBalancerHealthCheckNodePort\n", "", 1) },
+			spec + " (skipped: missing LoadBalancerHealthCheckNodePort)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			profile := referenceProfile(t, t.TempDir(), nil, tt.edit)
+			res := runHarness(t, nil, "list", "--provider", profile, "--label-filter", "LoadBalancer && !DataPath")
+			if res.code != 0 {
+				t.Fatalf("exit %d: %s", res.code, res.stderr)
+			}
+			if !strings.Contains(res.stdout, tt.wantLine) {
+				t.Errorf("list output lacks %q:\n%s", tt.wantLine, res.stdout)
+			}
+			if !strings.Contains(res.stdout, "updates the cloud load balancer when the Service's ports change [LoadBalancer, ReleaseBlocking]\n") {
+				t.Errorf("list does not run the other load balancer specs:\n%s", res.stdout)
+			}
+		})
+	}
+}

@@ -252,3 +252,54 @@ func TestPublishToBuckets(t *testing.T) {
 		})
 	}
 }
+
+// A run narrowed by a label filter is no last-known-good evidence, however
+// often it passed: lkg check says the pair is partial and why, and exits 1.
+func TestLKGCheckRefusesLabelFilteredRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results")
+	st, err := store.Open(context.Background(), dir, store.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().Truncate(time.Second)
+	for i := 0; i < 3; i++ {
+		storetest.Publish(t, st, storetest.Run{
+			Provider: "narrowed", KubernetesVersion: "v1.37.2", KubernetesCommit: "0123456789abcdef", CCMDigest: "sha256:narrowed",
+			Started: now.Add(-time.Duration(3-i) * time.Hour), LabelFilter: "NodeLifecycle",
+			Capabilities: []string{"InstancesV2", "NodeLifecycle"},
+			Specs: []storetest.Spec{
+				{Suite: "nodelifecycle", Text: "deletes the Node of a deleted instance", Labels: []string{"NodeLifecycle", "ReleaseBlocking"}},
+				// Left out by the filter: skipped without a message.
+				{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"InstancesV2", "ReleaseBlocking"}, State: types.SpecStateSkipped},
+			},
+		})
+	}
+
+	res := runHarness(t, nil, "lkg", "check", "--store", dir, "--kubernetes", "v1.37.2", "--providers", "narrowed")
+	if res.code != 1 {
+		t.Errorf("exit %d, want 1: a label-filtered run is no LKG evidence\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	for _, want := range []string{"partial", `narrowed by the label filter "NodeLifecycle"`, "did not run: [nodeaddress] initializes nodes", "0 of 1 provider(s) green"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("lkg check does not say %q:\n%s", want, res.stdout)
+		}
+	}
+	if !strings.Contains(res.stderr, "narrowed (partial)") {
+		t.Errorf("stderr does not name the provider as partial:\n%s", res.stderr)
+	}
+
+	res = runHarness(t, nil, "lkg", "check", "--store", dir, "--kubernetes", "v1.37.2", "--providers", "narrowed", "--output", "json")
+	var c checkJSON
+	if err := json.Unmarshal([]byte(res.stdout), &c); err != nil {
+		t.Fatalf("%v:\n%s", err, res.stdout)
+	}
+	if c.OK || len(c.Providers) != 1 || c.Providers[0].Status != "partial" || c.Providers[0].LKG != nil {
+		t.Errorf("json %+v, want the provider partial without an LKG", c)
+	}
+
+	res = runHarness(t, nil, "lkg", "show", "--store", dir)
+	if res.code != 0 || !strings.Contains(res.stdout, "partial") || !strings.Contains(res.stdout, `label filter "NodeLifecycle"`) {
+		t.Errorf("lkg show (exit %d) does not show the pair as partial with its reason:\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}

@@ -373,6 +373,21 @@ func (d *Driver) GetLoadBalancer(ctx context.Context, svc ServiceRef) (*LoadBala
 	return resp.LoadBalancer, nil
 }
 
+// ListLoadBalancers returns every load balancer the cloud has for the
+// cluster.
+func (d *Driver) ListLoadBalancers(ctx context.Context) ([]LoadBalancer, error) {
+	var resp struct {
+		LoadBalancers *[]LoadBalancer `json:"loadBalancers"`
+	}
+	if err := d.call(ctx, VerbLoadBalancersList, struct{}{}, &resp); err != nil {
+		return nil, err
+	}
+	if resp.LoadBalancers == nil {
+		return nil, d.violation(VerbLoadBalancersList, `answered without "loadBalancers"`)
+	}
+	return *resp.LoadBalancers, nil
+}
+
 // ListRoutes returns every cloud route.
 func (d *Driver) ListRoutes(ctx context.Context) ([]Route, error) {
 	var resp struct {

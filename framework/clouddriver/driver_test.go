@@ -17,7 +17,7 @@ func fakeDriver(t *testing.T, body string) []string {
 	t.Helper()
 	script := `#!/bin/sh
 if [ "$1" = info ]; then
-  echo '{"protocolVersion":"v1","provider":"fake","verbs":["instances list","instance get","instance delete","loadbalancer get","calls list"]}'
+  echo '{"protocolVersion":"v1","provider":"fake","verbs":["instances list","instance get","instance delete","loadbalancer get","loadbalancers list","calls list"]}'
   exit 0
 fi
 ` + body
@@ -69,6 +69,24 @@ func TestDriverAnswers(t *testing.T) {
 			call:     func(ctx context.Context, d *Driver) error { return d.DeleteInstance(ctx, "n1") },
 			wantErr:  []string{"no instance n1"},
 			notFound: true,
+		},
+		{
+			name: "every load balancer",
+			body: `cat >/dev/null; echo '{"loadBalancers":[{"exists":true,"name":"lb1","serviceNamespace":"ns","serviceName":"web"}]}'`,
+			call: func(ctx context.Context, d *Driver) error {
+				lbs, err := d.ListLoadBalancers(ctx)
+				if err == nil && (len(lbs) != 1 || lbs[0].Name != "lb1" || lbs[0].ServiceNamespace != "ns" || lbs[0].ServiceName != "web") {
+					return fmt.Errorf("wrong decode: %+v", lbs)
+				}
+				return err
+			},
+		},
+		{
+			name:     "a load balancer list without the list",
+			body:     `echo '{}'`,
+			call:     func(ctx context.Context, d *Driver) error { _, err := d.ListLoadBalancers(ctx); return err },
+			wantErr:  []string{`broke the protocol: "loadbalancers list" answered without "loadBalancers"`},
+			protocol: true,
 		},
 		{
 			name: "missing object in answer",

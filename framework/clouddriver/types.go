@@ -19,6 +19,7 @@ const (
 	VerbInstanceStart        Verb = "instance start"
 	VerbInstanceSetAddresses Verb = "instance set-addresses"
 	VerbLoadBalancerGet      Verb = "loadbalancer get"
+	VerbLoadBalancersList    Verb = "loadbalancers list"
 	VerbRoutesList           Verb = "routes list"
 	VerbRouteCreate          Verb = "route create"
 	VerbRouteDelete          Verb = "route delete"
@@ -135,6 +136,11 @@ type LoadBalancer struct {
 	Backends            []string  `json:"backends,omitempty"`
 	SourceRanges        []string  `json:"sourceRanges,omitempty"`
 	HealthCheckNodePort int32     `json:"healthCheckNodePort,omitempty"`
+	// ServiceNamespace and ServiceName name the Service the load balancer
+	// was made for, where the cloud records it (loadbalancers list);
+	// optional.
+	ServiceNamespace string `json:"serviceNamespace,omitempty"`
+	ServiceName      string `json:"serviceName,omitempty"`
 }
 
 // Route is a cloud route to a node.

@@ -29,6 +29,10 @@ const (
 	LoadBalancerUDP Capability = "LoadBalancerUDP"
 	// LoadBalancerSourceRanges: loadBalancerSourceRanges reach the cloud.
 	LoadBalancerSourceRanges Capability = "LoadBalancerSourceRanges"
+	// LoadBalancerHealthCheckNodePort: for a Service with
+	// externalTrafficPolicy Local, the cloud load balancer health-checks
+	// the Service's healthCheckNodePort (and the cloud driver reports it).
+	LoadBalancerHealthCheckNodePort Capability = "LoadBalancerHealthCheckNodePort"
 	// DataPath: traffic can be sent through load balancers from where the
 	// harness runs.
 	DataPath Capability = "DataPath"
@@ -39,18 +43,19 @@ const (
 )
 
 var knownCapabilities = map[Capability]string{
-	InstancesV2:              "node initialization through InstancesV2",
-	Zones:                    "zone and region labels",
-	NodeIPAnnotation:         "alpha.kubernetes.io/provided-node-ip",
-	IPv6:                     "IPv6 instance addresses",
-	DualStack:                "dual-stack nodes",
-	NodeLifecycle:            "deleting and tainting nodes of gone or stopped instances",
-	LoadBalancer:             "Services of type LoadBalancer",
-	LoadBalancerUDP:          "UDP and mixed-protocol load balancers",
-	LoadBalancerSourceRanges: "loadBalancerSourceRanges",
-	DataPath:                 "traffic through load balancers",
-	Routes:                   "cloud routes for podCIDRs",
-	LeaderMigration:          "leader migration",
+	InstancesV2:                     "node initialization through InstancesV2",
+	Zones:                           "zone and region labels",
+	NodeIPAnnotation:                "alpha.kubernetes.io/provided-node-ip",
+	IPv6:                            "IPv6 instance addresses",
+	DualStack:                       "dual-stack nodes",
+	NodeLifecycle:                   "deleting and tainting nodes of gone or stopped instances",
+	LoadBalancer:                    "Services of type LoadBalancer",
+	LoadBalancerUDP:                 "UDP and mixed-protocol load balancers",
+	LoadBalancerSourceRanges:        "loadBalancerSourceRanges",
+	LoadBalancerHealthCheckNodePort: "health checks of healthCheckNodePort for externalTrafficPolicy Local",
+	DataPath:                        "traffic through load balancers",
+	Routes:                          "cloud routes for podCIDRs",
+	LeaderMigration:                 "leader migration",
 }
 
 // Known reports whether c is a capability the harness knows.

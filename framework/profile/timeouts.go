@@ -69,6 +69,11 @@ const (
 	// lease whose holder stopped and to start the migrated controllers: a
 	// lease duration, a retry period, and the controllers' start.
 	LeaderMigrationHandover TimeoutName = "leaderMigrationHandover"
+	// LeftoversGone bounds the wait, after a world's last spec, for what
+	// the specs made to be gone (namespaces finishing their deletion, the
+	// load balancers and routes of deleted Services and nodes) before the
+	// run fails naming what is left.
+	LeftoversGone TimeoutName = "leftoversGone"
 )
 
 var timeoutDefaults = map[TimeoutName]time.Duration{
@@ -90,6 +95,7 @@ var timeoutDefaults = map[TimeoutName]time.Duration{
 	LeaderElectionLease:     15 * time.Second, // upstream's default for controller managers
 	LeaderMigrationHold:     1 * time.Minute,
 	LeaderMigrationHandover: 1 * time.Minute,
+	LeftoversGone:           10 * time.Minute, // as loadBalancerDelete
 }
 
 // Timeouts maps timeout names to Go durations ("90s", "2m").

@@ -70,6 +70,8 @@ const (
 	ClassSetup = "setup"
 	// ClassInterrupted: SIGINT or SIGTERM ended the run.
 	ClassInterrupted = "interrupted"
+	// ClassLeak: the specs left things behind (*LeakError).
+	ClassLeak = "leak"
 )
 
 // ErrorClass names what kind of harness error err is, for reports: one of
@@ -88,6 +90,8 @@ func ErrorClass(err error) string {
 		return ClassInput
 	case errors.Is(err, ErrInterrupted):
 		return ClassInterrupted
+	case asLeak(err) != nil:
+		return ClassLeak
 	}
 	return ClassSetup
 }

@@ -142,6 +142,11 @@ type laneReport struct {
 	// DriverError says the cloud driver broke its protocol (DriverError),
 	// naming the driver.
 	DriverError string `json:"driverError,omitempty"`
+	// Leftovers and LeakWaited are the lane's LeakError, if any;
+	// LeakOnly says the leak was the lane's only harness error.
+	Leftovers  []string      `json:"leftovers,omitempty"`
+	LeakWaited time.Duration `json:"leakWaited,omitempty"`
+	LeakOnly   bool          `json:"leakOnly,omitempty"`
 }
 
 // specID names a spec the same way in every lane.
@@ -202,6 +207,10 @@ func runLane(ctx context.Context, opts Options, checked *Checked) error {
 		var drvErr *DriverError
 		if errors.As(err, &drvErr) {
 			lr.DriverError = drvErr.Driver
+		}
+		if le := asLeak(err); le != nil {
+			lr.Leftovers, lr.LeakWaited = le.Leftovers, le.Waited
+			_, lr.LeakOnly = err.(*LeakError)
 		}
 	}
 	data, merr := json.Marshal(lr)
@@ -284,6 +293,8 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 
 	reports := make([]*laneReport, len(lanes))
 	var laneErrs []error
+	// The lanes' leftovers make one error, each named by its lane.
+	var leak *LeakError
 	for i, l := range lanes {
 		lr, err := readLaneReport(l)
 		if err != nil {
@@ -294,7 +305,15 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 		reports[i] = lr
 		info.merge(lr.Info)
 		info.Worlds = append(info.Worlds, WorldInfo{Name: fmt.Sprintf("lane-%d", l.Index), Phases: lr.Phases})
-		if lr.Error != "" {
+		if len(lr.Leftovers) > 0 {
+			if leak == nil {
+				leak = &LeakError{Waited: lr.LeakWaited}
+			}
+			for _, what := range lr.Leftovers {
+				leak.Leftovers = append(leak.Leftovers, fmt.Sprintf("lane %d: %s", l.Index, what))
+			}
+		}
+		if lr.Error != "" && !lr.LeakOnly {
 			switch {
 			case lr.DriverError != "":
 				laneErrs = append(laneErrs, &DriverError{Driver: lr.DriverError, Err: fmt.Errorf("lane %d: %s", l.Index, lr.Error)})
@@ -311,6 +330,9 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 		laneErrs = append(laneErrs, &SetupError{Step: "lanes", Err: err})
 	}
 	report := mergeLaneReports(reports, claims)
+	if leak != nil {
+		laneErrs = append(laneErrs, leak)
+	}
 	if len(laneErrs) > 0 {
 		return report, laneErrs[0]
 	}

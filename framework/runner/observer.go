@@ -46,6 +46,8 @@ type RunInfo struct {
 	HarnessVersion string `json:"harnessVersion"`
 	// LabelFilter narrowed the specs, if set.
 	LabelFilter string `json:"labelFilter,omitempty"`
+	// Capabilities are the capabilities the profile claims.
+	Capabilities []string `json:"capabilities,omitempty"`
 	// Started is when the run began.
 	Started time.Time `json:"started"`
 	// Worlds are the worlds the specs ran in, with their setup steps: one

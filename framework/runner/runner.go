@@ -100,7 +100,10 @@ type Result struct {
 	// protocol error. Those specs failed for the driver, not the CCM.
 	DriverFailures []string
 	DriverFault    string
-	Duration       time.Duration
+	// Leftovers name what the specs left behind (LeakError), also when a
+	// spec failed and the run's error is not the leak.
+	Leftovers []string
+	Duration  time.Duration
 }
 
 // Summary is the closing line of a run: "N passed, N failed, N skipped",
@@ -149,6 +152,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		Started:        time.Now(),
 		RunID:          runID,
 	}
+	for _, c := range p.Capabilities {
+		info.Capabilities = append(info.Capabilities, string(c))
+	}
 	if b := p.CCM.Binary; b != nil {
 		info.CCMBinary = p.ResolvePath(b.Path)
 		info.CCMDigest, _ = fileDigest(info.CCMBinary)
@@ -192,6 +198,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	res = resultFrom(report, opts.LabelFilter)
 	res.Duration = time.Since(start)
+	if leak := asLeak(specsErr); leak != nil {
+		res.Leftovers = leak.Leftovers
+	}
 	if ctx.Err() != nil {
 		res.Interrupted = true
 	}
@@ -241,19 +250,36 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 func (w *world) run(ctx context.Context, sr specRun) (types.Report, error) {
 	setupErr := w.setUp(ctx)
 	var report types.Report
+	var leakErr error
 	if setupErr == nil {
 		w.logf("setup took %s", formatPhases(w.phases))
+		// What the world holds before the specs: afterwards it must hold
+		// nothing more (checkLeftovers).
+		before, invErr := takeInventory(ctx, w.client, w.driver)
 		// ginkgo ends the specs on SIGINT or SIGTERM itself; ctx ends
 		// with them, and Run reads it.
 		report = sr.run(w.framework())
+		switch {
+		case ctx.Err() != nil:
+		case invErr != nil:
+			leakErr = w.blameDriver(&SetupError{Step: "leak check", Err: fmt.Errorf("taking the inventory before the specs: %w", invErr)})
+		default:
+			leakErr = w.blameDriver(w.checkLeftovers(ctx, before))
+		}
+		if leakErr != nil {
+			w.logf("leak check: %v", leakErr)
+		}
 	}
 	if terr := w.tearDown(); terr != nil {
 		w.logf("teardown: %v", terr)
 		if setupErr == nil {
-			return report, &SetupError{Step: "teardown", Err: terr}
+			return report, errors.Join(leakErr, &SetupError{Step: "teardown", Err: terr})
 		}
 	}
-	return report, setupErr
+	if setupErr != nil {
+		return report, setupErr
+	}
+	return report, leakErr
 }
 
 func formatPhases(phases []Phase) string {
@@ -275,6 +301,9 @@ func writeSummary(opts Options, p *profile.Profile, res *Result) {
 	}
 	for _, f := range res.Failures {
 		fmt.Fprintf(&b, "FAILED %s\n", f)
+	}
+	for _, what := range res.Leftovers {
+		fmt.Fprintf(&b, "LEFT BEHIND %s\n", what)
 	}
 	if n := len(res.DriverFailures); n > 0 {
 		fmt.Fprintf(&b, "cloud driver failed: it broke the protocol in %d of the %d failed specs, which count against the driver, not the CCM\n", n, res.Failed)

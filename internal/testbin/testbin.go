@@ -187,7 +187,7 @@ func FailFast(profileText string) string {
 	for name, value := range map[string]string{
 		"nodeInitialize": "6s", "nodeAddressUpdate": "6s", "loadBalancerCreate": "6s", "loadBalancerUpdate": "6s",
 		"loadBalancerDelete": "6s", "routeSync": "6s",
-		"nodeDeletion": "15s", "nodeShutdown": "15s", "leaderMigrationHandover": "15s",
+		"nodeDeletion": "15s", "nodeShutdown": "15s", "leaderMigrationHandover": "15s", "leftoversGone": "15s",
 	} {
 		re := regexp.MustCompile(`(?m)^(  ` + name + `: ).*$`)
 		profileText = re.ReplaceAllString(profileText, "${1}"+value)

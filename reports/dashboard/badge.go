@@ -28,6 +28,7 @@ var statusColors = map[lkg.Status]string{
 	lkg.StatusRed:      "#cf222e",
 	lkg.StatusFlaky:    "#bc4c00",
 	lkg.StatusPending:  "#bf8700",
+	lkg.StatusPartial:  "#8250df",
 	lkg.StatusStale:    "#6e7781",
 	lkg.StatusUntested: "#9f9f9f",
 }
@@ -38,6 +39,7 @@ var statusWords = map[lkg.Status]string{
 	lkg.StatusRed:      "failing",
 	lkg.StatusFlaky:    "flaky",
 	lkg.StatusPending:  "pending",
+	lkg.StatusPartial:  "partial",
 	lkg.StatusStale:    "stale",
 	lkg.StatusUntested: "untested",
 }

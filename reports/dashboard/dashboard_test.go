@@ -1,14 +1,18 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/xml"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
+	"github.com/ccm-conformance/ccm-conformance/reports/store"
+	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -241,5 +245,49 @@ func TestSafeName(t *testing.T) {
 		if got := safeName(tt.in); got != tt.want {
 			t.Errorf("safeName(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A provider whose runs were all narrowed by a label filter is partial in
+// its cell, never green, and its run pages say why.
+func TestPartialRunsArePartial(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := store.Open(context.Background(), dir, store.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := 0; i < 3; i++ {
+		storetest.Publish(t, st, storetest.Run{
+			Provider: "narrowed", KubernetesVersion: "v1.37.2", KubernetesCommit: "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", CCMDigest: "sha256:narrowed",
+			Started: now.Add(-time.Duration(3-i) * time.Hour), LabelFilter: "LoadBalancer",
+			Specs: []storetest.Spec{{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}}},
+		})
+	}
+	out := t.TempDir()
+	m, err := Generate(context.Background(), st, out, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Rows) != 1 || len(m.Rows[0].Cells) != 1 {
+		t.Fatalf("rows %+v, want one provider with one cell", m.Rows)
+	}
+	c := m.Rows[0].Cells[0]
+	if c.Status != lkg.StatusPartial || c.IsLKG || !strings.Contains(c.Reason, `narrowed by the label filter "LoadBalancer"`) {
+		t.Errorf("cell %s (%s), LKG %v: want partial, naming the label filter", c.Status, c.Reason, c.IsLKG)
+	}
+	index, err := os.ReadFile(filepath.Join(out, IndexPage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(index), `data-state="partial"`) {
+		t.Errorf("index.html does not show the cell as partial")
+	}
+	run, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(m.Rows[0].Runs[0].Page)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(run), "partial: narrowed by the label filter &#34;LoadBalancer&#34;") {
+		t.Errorf("the run page does not give the verdict partial with its reason:\n%s", run)
 	}
 }

@@ -25,6 +25,11 @@ const (
 	// StatusPending: no green pair; the version's newest pair has passed,
 	// but fewer times than the streak asks.
 	StatusPending Status = "pending"
+	// StatusPartial: no green pair; the version's newest pair has only
+	// partial runs (narrowed by a label filter, or missing release-blocking
+	// specs of claimed capabilities), which are no last-known-good
+	// evidence.
+	StatusPartial Status = "partial"
 	// StatusUntested: no run of the version (or of the provider) at all.
 	StatusUntested Status = "untested"
 )
@@ -142,9 +147,15 @@ func (r *Report) checkOne(version, name string) ProviderCheck {
 		case PairRed:
 			c.Status = StatusRed
 			c.Reason = fmt.Sprintf("%s failed %d of %d runs", newest.Pair, newest.Failures, newest.Runs)
+		case PairPartial:
+			c.Status = StatusPartial
+			c.Reason = fmt.Sprintf("%s has %d run(s), none a full one", newest.Pair, newest.Runs)
 		default:
 			c.Status = StatusPending
 			c.Reason = fmt.Sprintf("%s passed %d consecutive runs of the %d needed", newest.Pair, newest.Streak, r.Streak)
+		}
+		if why := newest.PartialReason(); why != "" {
+			c.Reason += fmt.Sprintf("; %d run(s) partial, no last-known-good evidence: %s", newest.Partials, why)
 		}
 		if len(newest.FailedSpecs) > 0 {
 			c.Reason += "; failing: " + strings.Join(newest.FailedSpecs, "; ")

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +87,12 @@ const (
 	// VerdictNone: the run says nothing (interrupted, or no
 	// release-blocking spec ran); it neither counts nor breaks a streak.
 	VerdictNone Verdict = "none"
+	// VerdictPartial: no release-blocking spec failed, but the run did not
+	// run the whole release-blocking set: a label filter narrowed it, or a
+	// release-blocking spec of a capability the profile claims was
+	// skipped. It is shown, never counted towards last-known-good, and
+	// does not break a streak.
+	VerdictPartial Verdict = "partial"
 )
 
 // RunVerdict is one run as the rules see it.
@@ -103,11 +110,18 @@ type RunVerdict struct {
 	// HarnessError is the first line of the harness's error when it failed
 	// the run.
 	HarnessError string `json:"harnessError,omitempty"`
+	// LabelFilter is the label filter that narrowed the run, if any.
+	LabelFilter string `json:"labelFilter,omitempty"`
+	// Missing lists the release-blocking specs of claimed capabilities
+	// that did not run (skipped, or left out by the label filter).
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Judge gives a run's verdict. The release-blocking specs are those
 // labelled ReleaseBlockingLabel, or every spec when none is (a run of an
-// older suite set, or one narrowed by a label filter).
+// older suite set). A run that did not run all of them (a label filter
+// narrowed it, or a release-blocking spec of a claimed capability was
+// skipped) is partial unless one of them failed.
 func Judge(r *store.Run) RunVerdict {
 	v := RunVerdict{Build: r.Build, Started: r.Started, Finished: r.Finished, Pair: Pair{r.KubernetesVersion, r.KubernetesCommit, r.CCMDigest}}
 	switch {
@@ -117,6 +131,10 @@ func Judge(r *store.Run) RunVerdict {
 	case r.Specs == nil:
 		v.Verdict, v.Reason = VerdictNone, "no "+prow.SpecsFile
 		return v
+	}
+	v.LabelFilter = r.Specs.LabelFilter
+	if v.LabelFilter == "" {
+		v.LabelFilter, _ = r.Metadata[prow.MetaLabelFilter].(string)
 	}
 	var blocking []prow.SpecRecord
 	for _, s := range r.Specs.Specs {
@@ -134,6 +152,8 @@ func Judge(r *store.Run) RunVerdict {
 			v.Failed = append(v.Failed, s.Text)
 		case s.Passed():
 			passed++
+		case s.Skipped() && s.Node == "" && ofClaimedCapabilities(r.Specs, s):
+			v.Missing = append(v.Missing, s.Text)
 		}
 	}
 	// A failed suite-level node (BeforeSuite) fails the run, whatever its
@@ -155,12 +175,57 @@ func Judge(r *store.Run) RunVerdict {
 		v.Verdict, v.Reason = VerdictFail, fmt.Sprintf("%d release-blocking spec(s) failed: %s", len(v.Failed), strings.Join(v.Failed, "; "))
 	case r.Specs.Interrupted:
 		v.Verdict, v.Reason = VerdictNone, "interrupted"
+	case v.LabelFilter != "" || len(v.Missing) > 0:
+		v.Verdict, v.Reason = VerdictPartial, partialReason([]string{v.LabelFilter}, v.Missing)
 	case passed == 0:
 		v.Verdict, v.Reason = VerdictNone, "no release-blocking spec ran"
 	default:
 		v.Verdict = VerdictPass
 	}
 	return v
+}
+
+// notDeclared is how a spec skipped for a capability the profile does not
+// claim says so (framework.SkipUnlessCapable).
+const notDeclared = "does not declare capability"
+
+// ofClaimedCapabilities reports whether a skipped spec belongs to
+// capabilities the run's profile claims, so that its skip leaves a hole in
+// the release-blocking set. A spec that said it was skipped for a missing
+// capability does not; otherwise the run's recorded capabilities decide
+// (every label of the spec but ReleaseBlockingLabel names one). A run
+// recorded before capabilities were is taken to claim the spec's.
+func ofClaimedCapabilities(rec *prow.SpecRecords, s prow.SpecRecord) bool {
+	if strings.Contains(s.SkipReason, notDeclared) {
+		return false
+	}
+	if rec.Capabilities == nil {
+		return true
+	}
+	for _, l := range s.Labels {
+		if l != ReleaseBlockingLabel && !contains(rec.Capabilities, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// partialReason says why runs are partial: the label filters that
+// narrowed them and the release-blocking specs that did not run.
+func partialReason(filters, missing []string) string {
+	var parts, quoted []string
+	for _, f := range filters {
+		if f != "" && !contains(quoted, strconv.Quote(f)) {
+			quoted = append(quoted, strconv.Quote(f))
+		}
+	}
+	if len(quoted) > 0 {
+		parts = append(parts, "narrowed by the label filter "+strings.Join(quoted, ", "))
+	}
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("%d release-blocking spec(s) of claimed capabilities did not run: %s", len(missing), strings.Join(missing, "; ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func contains(list []string, s string) bool {
@@ -193,6 +258,9 @@ const (
 	PairFlaky PairState = "flaky"
 	// PairRed: failing runs only.
 	PairRed PairState = "red"
+	// PairPartial: partial runs only (VerdictPartial); never
+	// last-known-good.
+	PairPartial PairState = "partial"
 )
 
 // PairStatus is one pair of a provider with its runs added up.
@@ -216,6 +284,21 @@ type PairStatus struct {
 	// teardown), and HarnessErrors are their distinct errors' first lines.
 	HarnessFailures int      `json:"harnessFailures,omitempty"`
 	HarnessErrors   []string `json:"harnessErrors,omitempty"`
+	// Partials counts the partial runs (counted in Runs, neither passes
+	// nor failures); LabelFilters are the label filters that narrowed
+	// them and MissingSpecs the release-blocking specs they left out.
+	Partials     int      `json:"partials,omitempty"`
+	LabelFilters []string `json:"labelFilters,omitempty"`
+	MissingSpecs []string `json:"missingSpecs,omitempty"`
+}
+
+// PartialReason says why the pair's partial runs are partial (the label
+// filters, the release-blocking specs left out), or "" when it has none.
+func (p *PairStatus) PartialReason() string {
+	if p.Partials == 0 {
+		return ""
+	}
+	return partialReason(p.LabelFilters, p.MissingSpecs)
 }
 
 // ProviderStatus is one provider under the rules.
@@ -316,6 +399,20 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 			}
 			p.Runs++
 			p.LastRun, p.LastBuild = r.Finished, r.ID
+			if v.Verdict == VerdictPartial {
+				// Shown, never counted: a streak neither grows nor
+				// breaks.
+				p.Partials++
+				if v.LabelFilter != "" && !contains(p.LabelFilters, v.LabelFilter) {
+					p.LabelFilters = append(p.LabelFilters, v.LabelFilter)
+				}
+				for _, m := range v.Missing {
+					if !contains(p.MissingSpecs, m) {
+						p.MissingSpecs = append(p.MissingSpecs, m)
+					}
+				}
+				continue
+			}
 			if v.Verdict == VerdictPass {
 				p.Passes++
 				current[v.Pair]++
@@ -344,6 +441,8 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 				p.State = PairFlaky
 			case p.Failures > 0:
 				p.State = PairRed
+			case p.Passes == 0:
+				p.State = PairPartial
 			case p.Streak >= cfg.Streak:
 				p.State = PairGreen
 			default:

@@ -60,6 +60,15 @@ func (s *seq) run(provider string, pair Pair, ago time.Duration, outcome string)
 		r.Specs.Specs[0].State = "interrupted"
 	case "nospecs":
 		r.Specs = nil
+	case "filtered":
+		// Narrowed by a label filter: everything selected passed.
+		r.Specs.LabelFilter = "InstancesV2"
+		r.Metadata = map[string]any{prow.MetaLabelFilter: "InstancesV2"}
+	case "skipped":
+		// A release-blocking spec of a claimed capability skipped itself.
+		r.Specs.Capabilities = []string{"InstancesV2", "NodeLifecycle", "LoadBalancer"}
+		r.Specs.Specs = append(r.Specs.Specs, prow.SpecRecord{Suite: "nodelifecycle", Text: "[nodelifecycle] deletes the Node of a deleted instance",
+			Labels: []string{"NodeLifecycle", ReleaseBlockingLabel}, State: "skipped", SkipReason: "this cluster's nodes are real machines"})
 	}
 	return r
 }
@@ -74,6 +83,25 @@ func TestJudge(t *testing.T) {
 	beforeSuite.Specs.Specs = append(beforeSuite.Specs.Specs, prow.SpecRecord{Text: "[BeforeSuite]", Node: "BeforeSuite", State: "failed"})
 	skipped := s.run("p", k37a, time.Hour, "pass")
 	skipped.Specs.Specs[0].State = "skipped"
+	notDeclared := s.run("p", k37a, time.Hour, "pass")
+	notDeclared.Specs.Specs[0].State = "skipped"
+	notDeclared.Specs.Specs[0].SkipReason = `profile "p" does not declare capability InstancesV2`
+	// Two release-blocking specs: one passed, one whose capability the
+	// profile does not claim was skipped.
+	unclaimed := s.run("p", k37a, time.Hour, "skipped")
+	unclaimed.Specs.Capabilities = []string{"InstancesV2"}
+	unclaimedByReason := s.run("p", k37a, time.Hour, "skipped")
+	unclaimedByReason.Specs.Capabilities = nil
+	unclaimedByReason.Specs.Specs[2].SkipReason = `profile "p" does not declare capability NodeLifecycle`
+	filteredByMetadata := s.run("p", k37a, time.Hour, "filtered")
+	filteredByMetadata.Specs.LabelFilter = "" // recorded before specs.json had it
+	filteredAndFailed := s.run("p", k37a, time.Hour, "filtered")
+	filteredAndFailed.Specs.Specs[0].State = "failed"
+	// Left out by the filter (no skip reason), of a claimed capability.
+	filteredOut := s.run("p", k37a, time.Hour, "filtered")
+	filteredOut.Specs.Capabilities = []string{"InstancesV2", "NodeLifecycle"}
+	filteredOut.Specs.Specs = append(filteredOut.Specs.Specs, prow.SpecRecord{Suite: "nodelifecycle", Text: "[nodelifecycle] deletes the Node of a deleted instance",
+		Labels: []string{"NodeLifecycle", ReleaseBlockingLabel}, State: "skipped"})
 
 	tests := []struct {
 		name       string
@@ -89,7 +117,15 @@ func TestJudge(t *testing.T) {
 		{"no specs.json", s.run("p", k37a, time.Hour, "nospecs"), VerdictNone, "specs.json"},
 		{"no label: every spec is release-blocking", unlabelled, VerdictFail, "[loadbalancer] keeps the source IP"},
 		{"failed BeforeSuite", beforeSuite, VerdictFail, "[BeforeSuite]"},
-		{"release-blocking spec skipped", skipped, VerdictNone, "no release-blocking spec ran"},
+		{"the only release-blocking spec skipped, capabilities unrecorded", skipped, VerdictPartial, "1 release-blocking spec(s) of claimed capabilities did not run: [nodeaddress] initializes nodes"},
+		{"the only release-blocking spec skipped for an undeclared capability", notDeclared, VerdictNone, "no release-blocking spec ran"},
+		{"a release-blocking spec of a claimed capability skipped", s.run("p", k37a, time.Hour, "skipped"), VerdictPartial, "did not run: [nodelifecycle] deletes the Node of a deleted instance"},
+		{"a release-blocking spec of an unclaimed capability skipped", unclaimed, VerdictPass, ""},
+		{"a release-blocking spec skipped, saying its capability is not declared", unclaimedByReason, VerdictPass, ""},
+		{"narrowed by a label filter", s.run("p", k37a, time.Hour, "filtered"), VerdictPartial, `narrowed by the label filter "InstancesV2"`},
+		{"narrowed by a label filter, recorded in the metadata only", filteredByMetadata, VerdictPartial, `narrowed by the label filter "InstancesV2"`},
+		{"narrowed by a label filter, naming what it left out", filteredOut, VerdictPartial, `"InstancesV2"; 1 release-blocking spec(s) of claimed capabilities did not run: [nodelifecycle] deletes`},
+		{"narrowed by a label filter, and a release-blocking spec failed", filteredAndFailed, VerdictFail, "[nodeaddress] initializes nodes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,6 +192,22 @@ func TestEvaluate(t *testing.T) {
 			},
 			wantPairs: map[Pair]PairState{k37a: PairGreen},
 			wantLKG:   &k37a,
+		},
+		{
+			name:      "partial runs neither count nor break a streak",
+			runs:      []*store.Run{s.run("p", k37a, 5*h, "pass"), s.run("p", k37a, 4*h, "filtered"), s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, 2*h, "skipped"), s.run("p", k37a, h, "pass")},
+			wantPairs: map[Pair]PairState{k37a: PairGreen},
+			wantLKG:   &k37a,
+		},
+		{
+			name:      "label-filtered runs are never last-known-good",
+			runs:      []*store.Run{s.run("p", k37a, 3*h, "filtered"), s.run("p", k37a, 2*h, "filtered"), s.run("p", k37a, h, "filtered")},
+			wantPairs: map[Pair]PairState{k37a: PairPartial},
+		},
+		{
+			name:      "runs that skip a claimed release-blocking spec are never last-known-good",
+			runs:      []*store.Run{s.run("p", k37a, 3*h, "skipped"), s.run("p", k37a, 2*h, "skipped"), s.run("p", k37a, h, "skipped")},
+			wantPairs: map[Pair]PairState{k37a: PairPartial},
 		},
 		{
 			name:      "a provider whose newest run is older than 72h is stale",
@@ -228,9 +280,11 @@ func TestCheck(t *testing.T) {
 	add(s.run("old", k36, 3*h, "pass"), s.run("old", k36, 2*h, "pass"), s.run("old", k36, h, "pass"))
 	// pending: two passes.
 	add(s.run("pending", k37a, 2*h, "pass"), s.run("pending", k37a, h, "pass"))
+	// partial: three label-filtered runs.
+	add(s.run("partial", k37a, 3*h, "filtered"), s.run("partial", k37a, 2*h, "filtered"), s.run("partial", k37a, h, "filtered"))
 	rep := Evaluate(&store.Snapshot{Runs: runs}, Config{Now: func() time.Time { return now }})
 
-	want := map[string]Status{"green": StatusGreen, "flaky": StatusFlaky, "red": StatusRed, "stale": StatusStale, "old": StatusUntested, "pending": StatusPending, "absent": StatusUntested}
+	want := map[string]Status{"green": StatusGreen, "flaky": StatusFlaky, "red": StatusRed, "stale": StatusStale, "old": StatusUntested, "pending": StatusPending, "partial": StatusPartial, "absent": StatusUntested}
 	tests := []struct {
 		name      string
 		version   string
@@ -241,7 +295,7 @@ func TestCheck(t *testing.T) {
 		{"a version without the v", "1.37.2", []string{"green"}, true},
 		{"every provider in the store", "v1.37.2", nil, false},
 		{"a provider not in the store", "v1.37.2", []string{"green", "absent"}, false},
-		{"each non-green provider", "v1.37.2", []string{"flaky", "red", "stale", "old", "pending"}, false},
+		{"each non-green provider", "v1.37.2", []string{"flaky", "red", "stale", "old", "pending", "partial"}, false},
 		{"another version", "v1.36.5", []string{"old"}, true},
 	}
 	for _, tt := range tests {
@@ -250,8 +304,8 @@ func TestCheck(t *testing.T) {
 			if c.OK != tt.wantOK {
 				t.Errorf("ok %v, want %v: %+v", c.OK, tt.wantOK, c.Providers)
 			}
-			if tt.providers == nil && len(c.Providers) != 6 {
-				t.Errorf("%d providers checked, want all 6", len(c.Providers))
+			if tt.providers == nil && len(c.Providers) != 7 {
+				t.Errorf("%d providers checked, want all 7", len(c.Providers))
 			}
 			for _, p := range c.Providers {
 				w := want[p.Provider]
@@ -422,5 +476,41 @@ func TestCheckPair(t *testing.T) {
 		case tt.wantPair != nil && (c.Pair == nil || c.Pair.Pair != *tt.wantPair):
 			t.Errorf("%s %s: pair %v, want %v", tt.provider, tt.version, c.Pair, *tt.wantPair)
 		}
+	}
+}
+
+// lkg check names why a partial pair is no evidence: the label filter and
+// the release-blocking specs its runs left out; a pending pair with partial
+// runs among its passes says so too.
+func TestCheckReasonNamesWhatPartialRunsMissed(t *testing.T) {
+	var s seq
+	h := time.Hour
+	runs := []*store.Run{
+		s.run("filtered", k37a, 2*h, "filtered"), s.run("filtered", k37a, h, "filtered"),
+		s.run("skipping", k37a, 2*h, "skipped"), s.run("skipping", k37a, h, "skipped"),
+		s.run("mixed", k37a, 3*h, "pass"), s.run("mixed", k37a, 2*h, "filtered"), s.run("mixed", k37a, h, "pass"),
+	}
+	rep := Evaluate(&store.Snapshot{Runs: runs}, Config{Now: func() time.Time { return now }})
+	tests := []struct {
+		provider string
+		want     Status
+		reason   []string
+	}{
+		{"filtered", StatusPartial, []string{"has 2 run(s), none a full one", `2 run(s) partial, no last-known-good evidence: narrowed by the label filter "InstancesV2"`}},
+		{"skipping", StatusPartial, []string{"did not run: [nodelifecycle] deletes the Node of a deleted instance"}},
+		{"mixed", StatusPending, []string{"passed 2 consecutive runs of the 3 needed", `1 run(s) partial, no last-known-good evidence: narrowed by the label filter "InstancesV2"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.provider, func(t *testing.T) {
+			c := rep.Check("v1.37.2", []string{tt.provider}).Providers[0]
+			if c.Status != tt.want {
+				t.Errorf("status %s (%s), want %s", c.Status, c.Reason, tt.want)
+			}
+			for _, r := range tt.reason {
+				if !strings.Contains(c.Reason, r) {
+					t.Errorf("reason %q does not say %q", c.Reason, r)
+				}
+			}
+		})
 	}
 }

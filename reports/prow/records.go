@@ -132,6 +132,14 @@ type SpecRecords struct {
 	HarnessErrorClass string `json:"harnessErrorClass,omitempty"`
 	// Interrupted is true when SIGINT or SIGTERM ended the run.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Capabilities are the capabilities the profile claimed, so that a
+	// reader can tell a spec skipped for a capability the CCM does not
+	// claim from one skipped for another reason; nil in runs recorded
+	// before they were.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// LabelFilter is the ginkgo label filter that narrowed the run, if
+	// any (also in metadata.json as label-filter).
+	LabelFilter string `json:"labelFilter,omitempty"`
 	// Specs are the specs in the order they ran; suite-level nodes
 	// (BeforeSuite and the like) appear only when they failed.
 	Specs []SpecRecord `json:"specs"`
@@ -157,6 +165,10 @@ type SpecRecord struct {
 	Failure string `json:"failure,omitempty"`
 	// FailureLocation is file:line of the failure.
 	FailureLocation string `json:"failureLocation,omitempty"`
+	// SkipReason is what a skipped spec said it was missing ("profile "x"
+	// does not declare capability DualStack"); empty for a spec the label
+	// filter left out.
+	SkipReason string `json:"skipReason,omitempty"`
 }
 
 // Passed reports whether the spec passed.
@@ -171,6 +183,10 @@ func (s SpecRecord) Failed() bool {
 	}
 	return false
 }
+
+// Skipped reports whether the spec was skipped (or left out by the label
+// filter).
+func (s SpecRecord) Skipped() bool { return s.State == "skipped" }
 
 // HasLabel reports whether the spec carries the label.
 func (s SpecRecord) HasLabel(label string) bool {

@@ -111,11 +111,14 @@ func harnessCase(report types.Report, runErr error, interrupted bool) types.Spec
 	text := "the harness completes the run"
 	var setup *runner.SetupError
 	var input *runner.InputError
+	var leak *runner.LeakError
 	switch {
 	case interrupted:
 		text = "the run is not interrupted"
 	case errors.As(runErr, &input):
 		text = "the harness accepts its input"
+	case errors.As(runErr, &leak):
+		text = "the run leaves nothing behind"
 	case errors.As(runErr, &setup):
 		text = "the harness sets up " + setup.Step
 	}

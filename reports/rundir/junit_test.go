@@ -68,6 +68,12 @@ func TestJUnitHarnessCase(t *testing.T) {
 			wantError: true,
 		},
 		{
+			name:     "the specs left things behind",
+			err:      &runner.LeakError{Leftovers: []string{"cloud load balancer a1 (of Service ns/web)"}, Waited: 30 * time.Second},
+			wantCase: "[harness] the run leaves nothing behind",
+			wantText: "the specs left 1 thing(s) behind, still there 30s after the last spec (timeouts.leftoversGone): cloud load balancer a1 (of Service ns/web)",
+		},
+		{
 			name:     "teardown failed after a failed BeforeSuite",
 			report:   report(beforeSuite),
 			err:      &runner.SetupError{Step: "teardown", Err: errors.New("ccm did not stop")},

@@ -141,7 +141,10 @@ func runMetadata(info runner.RunInfo) map[string]any {
 
 // specRecords turns the ginkgo report into specs.json.
 func specRecords(info runner.RunInfo, report types.Report, runErr error, interrupted bool) prow.SpecRecords {
-	out := prow.SpecRecords{Version: prow.SpecsVersion, Provider: info.Provider, Interrupted: interrupted, Specs: []prow.SpecRecord{}}
+	out := prow.SpecRecords{
+		Version: prow.SpecsVersion, Provider: info.Provider, Interrupted: interrupted,
+		Capabilities: info.Capabilities, LabelFilter: info.LabelFilter, Specs: []prow.SpecRecord{},
+	}
 	if runErr != nil {
 		out.HarnessError = runErr.Error()
 		out.HarnessErrorClass = runner.ErrorClass(runErr)
@@ -162,6 +165,11 @@ func specRecords(info runner.RunInfo, report types.Report, runErr error, interru
 			if r.Text == "" {
 				r.Text = "[" + r.Node + "]"
 			}
+		}
+		if s.State == types.SpecStateSkipped {
+			// A spec that skipped itself says why; one the label filter
+			// left out has no message.
+			r.SkipReason = s.Failure.Message
 		}
 		if s.State.Is(types.SpecStateFailureStates) {
 			r.Failure = s.Failure.Message

@@ -329,7 +329,10 @@ func declare(f *framework.Framework) {
 			expectRanges(ranges[:1])
 		})
 
-		It("health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local", func(ctx SpecContext) {
+		// Clouds may honour externalTrafficPolicy Local without health
+		// checks of the healthCheckNodePort (or not at all): a capability
+		// of its own, so that a CCM of such a cloud can leave it unclaimed.
+		It("health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local", Label(string(profile.LoadBalancerHealthCheckNodePort)), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "local", func(s *corev1.Service) {
 				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal

@@ -6,7 +6,9 @@ package nodelifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,6 +27,38 @@ import (
 // the cloud must have answered before the spec takes the node's survival as
 // the CCM's decision.
 const failedLookups = 3
+
+// minKeptNodes is how many NotReady nodes whose instances exist a spec
+// watches at least.
+const minKeptNodes = 3
+
+// clusterZones returns the distinct zones of the instances of the
+// cluster's Nodes, sorted; none when the driver cannot list instances.
+func clusterZones(ctx context.Context, f *framework.Framework) ([]string, error) {
+	if !f.Driver.Supports(clouddriver.VerbInstancesList) {
+		return nil, nil
+	}
+	nodeList, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes: %w", err)
+	}
+	instances, err := f.Driver.ListInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	isNode := map[string]bool{}
+	for _, n := range nodeList.Items {
+		isNode[n.Name] = true
+	}
+	var zones []string
+	for _, in := range instances {
+		if isNode[in.Name] && in.Zone != "" && !slices.Contains(zones, in.Zone) {
+			zones = append(zones, in.Zone)
+		}
+	}
+	slices.Sort(zones)
+	return zones, nil
+}
 
 // Suite returns the node lifecycle suite.
 func Suite() framework.Suite {
@@ -45,9 +79,9 @@ func declare(f *framework.Framework) {
 			return apierrors.IsNotFound(err) || err == nil && n.DeletionTimestamp != nil
 		}
 
-		initializedMachine := func(ctx context.Context) *framework.Machine {
+		initializedMachine := func(ctx context.Context, req framework.MachineRequest) *framework.Machine {
 			f.RequireMachines()
-			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
+			m, err := f.Machines.Add(ctx, req)
 			Expect(err).NotTo(HaveOccurred(), "adding a machine")
 			DeferCleanup(f.Machines.Delete, m.Name)
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
@@ -88,7 +122,7 @@ func declare(f *framework.Framework) {
 
 		It("deletes the Node of an instance deleted in the cloud and keeps the others", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceDelete)
-			m := initializedMachine(ctx)
+			m := initializedMachine(ctx, framework.MachineRequest{})
 			before, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			Expect(err).NotTo(HaveOccurred(), "listing the nodes")
 
@@ -109,9 +143,69 @@ func declare(f *framework.Framework) {
 			}
 		})
 
+		It("keeps every NotReady Node whose instance still exists, in every zone of the cluster, while it deletes the Node of a deleted instance", func(ctx SpecContext) {
+			f.RequireMachines()
+			f.RequireDriverVerbs(clouddriver.VerbInstanceDelete)
+			// Several nodes, one in each zone the cluster's instances are
+			// in, made after the cluster's own: a CCM that gets instance
+			// existence wrong for some instances (a zone it does not
+			// search, a list it reads only the first page of) cannot pass
+			// by the luck of one node's draw.
+			zones, err := clusterZones(ctx, f)
+			Expect(err).NotTo(HaveOccurred(), "finding the zones of the cluster's instances")
+			var kept []*framework.Machine
+			for i := range max(minKeptNodes, len(zones)) {
+				req := framework.MachineRequest{}
+				if len(zones) > 0 {
+					req.Zone = zones[i%len(zones)]
+				}
+				kept = append(kept, initializedMachine(ctx, req))
+			}
+			victim := initializedMachine(ctx, framework.MachineRequest{})
+
+			deleted := "although its instance is running: expected it kept, since its instance exists"
+			keptGone := func(m *framework.Machine) string {
+				return fmt.Sprintf("node %s (NotReady, instance %s in zone %s running) was deleted: expected it kept, since its instance exists", m.Name, m.Instance.ID, m.Instance.Zone)
+			}
+			for _, m := range append(kept, victim) {
+				m.Kubelet.Stop()
+			}
+			for _, m := range kept {
+				waitNotReady(ctx, m.Name, deleted)
+			}
+			// The control: with every kept node NotReady, the same CCM
+			// deletes the Node of an instance that is gone.
+			Expect(f.Driver.DeleteInstance(ctx, victim.Name)).To(Succeed(), "deleting the instance of node %s", victim.Name)
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				for _, m := range kept {
+					if n, err := v.Node(m.Name); gone(n, err) {
+						StopTrying(keptGone(m)).Now()
+					}
+				}
+				n, err := v.Node(victim.Name)
+				if apierrors.IsNotFound(err) {
+					return
+				}
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", victim.Name)
+				g.Expect(n.DeletionTimestamp).NotTo(BeNil(), "node %s: expected it deleted, since its instance was deleted from the cloud (the control: the CCM acts while the other NotReady nodes must be kept); saw it still there", victim.Name)
+			}).WithTimeout(f.Timeout(profile.NodeDeletion)).Should(Succeed())
+			// The pass of the lifecycle controller that deleted the victim
+			// may reach the kept nodes after it: they are watched a little
+			// longer.
+			f.Consistently(ctx, func(g Gomega, v *framework.View) {
+				for _, m := range kept {
+					n, err := v.Node(m.Name)
+					if gone(n, err) {
+						StopTrying(keptGone(m)).Now()
+					}
+					g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
+				}
+			}).WithTimeout(4 * f.PollInterval()).Should(Succeed())
+		})
+
 		It("taints the Node of a stopped instance as shut down, keeps it, and lifts the taint when the instance starts again", func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceStop, clouddriver.VerbInstanceStart)
-			m := initializedMachine(ctx)
+			m := initializedMachine(ctx, framework.MachineRequest{})
 
 			m.Kubelet.Stop()
 			Expect(f.Driver.StopInstance(ctx, m.Name)).To(Succeed(), "stopping the instance of node %s", m.Name)
@@ -145,7 +239,15 @@ func declare(f *framework.Framework) {
 
 		It("keeps a Node whose instance never existed uninitialized, and deletes it once it is NotReady", func(ctx SpecContext) {
 			f.RequireMachines()
-			name := framework.UniqueName("ccm-phantom")
+			f.RequireDriverVerbs(clouddriver.VerbInstanceGet)
+			// A random name is not enough: the cloud must say that no
+			// instance has it, or a correct CCM would initialize the node.
+			name, err := framework.NameWithoutInstance(ctx, framework.NameWithoutInstanceInput{Driver: f.Driver, Prefix: "ccm-phantom"})
+			var taken *framework.InstanceNamesTakenError
+			if errors.As(err, &taken) {
+				Skip(taken.Error())
+			}
+			Expect(err).NotTo(HaveOccurred(), "choosing a node name no instance has")
 			k, err := f.Machines.StartKubelet(ctx, nodes.Spec{Name: name})
 			Expect(err).NotTo(HaveOccurred(), "registering node %s, which has no instance", name)
 			DeferCleanup(f.Machines.Delete, name)
@@ -162,7 +264,7 @@ func declare(f *framework.Framework) {
 
 		It("keeps a NotReady Node while the cloud answers instance lookups with errors, and deletes it once the cloud says the instance is gone", func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbFaultInject, clouddriver.VerbFaultClear, clouddriver.VerbInstanceDelete)
-			m := initializedMachine(ctx)
+			m := initializedMachine(ctx, framework.MachineRequest{})
 
 			Expect(f.Driver.InjectFault(ctx, clouddriver.FaultTargetInstances, 1)).To(Succeed(), "making the cloud's instance API fail")
 			DeferCleanup(f.Driver.ClearFaults)

@@ -131,8 +131,10 @@ func newLKGShowCommand(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "show [--provider P]",
 		Short: "Show each provider's pairs and its last-known-good pair",
 		Long: `show prints, for each provider (or only --provider), every pair its runs
-tested with its state (green, pending, flaky, red), and marks the
-last-known-good pair. Exit codes: 0 shown, 1 --provider has no run in the
+tested with its state (green, pending, flaky, red, partial), and marks the
+last-known-good pair. A partial run (narrowed by a label filter, or one that
+skipped a release-blocking spec of a claimed capability) is shown with its
+reason and never counts towards last-known-good. Exit codes: 0 shown, 1 --provider has no run in the
 store, 2 bad flags or an unreadable store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -161,10 +163,10 @@ store, 2 bad flags or an unreadable store.`,
 
 func printShowTable(w io.Writer, rep *lkg.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROVIDER\tKUBERNETES\tCOMMIT\tCCM DIGEST\tSTATE\tRUNS\tPASS\tFAIL\tLAST RUN\tLKG")
+	fmt.Fprintln(tw, "PROVIDER\tKUBERNETES\tCOMMIT\tCCM DIGEST\tSTATE\tRUNS\tPASS\tFAIL\tPARTIAL\tLAST RUN\tLKG")
 	for _, ps := range rep.Providers {
 		if len(ps.Pairs) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\tuntested\t%d\t0\t0\t%s\t\n", ps.Provider, len(ps.Runs), ps.LastRun.UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\tuntested\t%d\t0\t0\t0\t%s\t\n", ps.Provider, len(ps.Runs), ps.LastRun.UTC().Format(time.RFC3339))
 			continue
 		}
 		for _, p := range ps.Pairs {
@@ -172,11 +174,18 @@ func printShowTable(w io.Writer, rep *lkg.Report) {
 			if ps.LKG != nil && ps.LKG.Pair == p.Pair {
 				mark = "*"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", ps.Provider, p.KubernetesVersion, abbrev(p.KubernetesCommit, 9), abbrev(p.CCMDigest, 19),
-				p.State, p.Runs, p.Passes, p.Failures, p.LastRun.UTC().Format(time.RFC3339), mark)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", ps.Provider, p.KubernetesVersion, abbrev(p.KubernetesCommit, 9), abbrev(p.CCMDigest, 19),
+				p.State, p.Runs, p.Passes, p.Failures, p.Partials, p.LastRun.UTC().Format(time.RFC3339), mark)
 		}
 	}
 	tw.Flush()
+	for _, ps := range rep.Providers {
+		for _, p := range ps.Pairs {
+			if why := p.PartialReason(); why != "" {
+				fmt.Fprintf(w, "%s %s: %d run(s) partial, no last-known-good evidence: %s\n", ps.Provider, p.Pair, p.Partials, why)
+			}
+		}
+	}
 	for _, ps := range rep.Providers {
 		if ps.Stale {
 			fmt.Fprintf(w, "%s is stale: its newest run finished %s (limit %s)\n", ps.Provider, ps.LastRun.UTC().Format(time.RFC3339), rep.StaleAfter)
@@ -207,7 +216,9 @@ func newLKGCheckCommand(stdout, stderr io.Writer) *cobra.Command {
 store, or --providers) have a green last-known-good pair for this Kubernetes
 version? Each provider is green, stale (no run within --stale-after, even with
 a green pair), flaky, red, pending (passing, but fewer runs than the rules
-ask) or untested (no run of that version).
+ask), partial (only runs that left out release-blocking specs: narrowed by a
+label filter, or skipping specs of claimed capabilities) or untested (no run
+of that version).
 
 Exit codes: 0 every provider green, 1 a provider is not, 2 bad flags or an
 unreadable store.`,

@@ -125,6 +125,7 @@ func TestInstanceExistsAndShutdown(t *testing.T) {
 		name            string
 		defects         []Defect
 		node            *v1.Node
+		zone            string // of the instance n1
 		stop            bool
 		fault           bool
 		wantExists      bool
@@ -143,12 +144,14 @@ func TestInstanceExistsAndShutdown(t *testing.T) {
 		{name: "no-shutdown", defects: []Defect{DefectNoShutdown}, node: node("n1", ""), stop: true, wantExists: true},
 		{name: "stopped-instance-gone", defects: []Defect{DefectStoppedInstanceGone}, node: node("n1", ""), stop: true, wantShutdown: true},
 		{name: "stopped-instance-gone, running", defects: []Defect{DefectStoppedInstanceGone}, node: node("n1", ""), wantExists: true},
+		{name: "instances-gone-in-zone-c", defects: []Defect{DefectZoneCGone}, node: node("n1", ""), zone: "zone-c"},
+		{name: "instances-gone-in-zone-c, zone-a", defects: []Defect{DefectZoneCGone}, node: node("n1", ""), zone: "zone-a", wantExists: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, admin, _ := newTestCloud(t, tt.defects...)
 			ctx := t.Context()
-			in := mustCreate(t, admin, cloudapi.CreateInstanceRequest{Name: "n1"})
+			in := mustCreate(t, admin, cloudapi.CreateInstanceRequest{Name: "n1", Zone: tt.zone})
 			if tt.stop {
 				if _, err := admin.StopInstance(ctx, in.ID); err != nil {
 					t.Fatal(err)

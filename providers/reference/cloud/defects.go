@@ -21,7 +21,8 @@ const (
 	// DefectStaleAddresses keeps the first addresses reported for a node
 	// and ignores later changes in the cloud.
 	DefectStaleAddresses Defect = "stale-addresses"
-	// DefectKeepLBOnDelete makes EnsureLoadBalancerDeleted do nothing.
+	// DefectKeepLBOnDelete makes EnsureLoadBalancerDeleted report success
+	// without deleting anything: the cloud load balancer is leaked.
 	DefectKeepLBOnDelete Defect = "keep-lb-on-delete"
 	// DefectBackendsAllInstances makes every instance of the cloud a load
 	// balancer backend, instead of the nodes the service controller chose.
@@ -45,6 +46,10 @@ const (
 	// existing, as a cloud whose instance list leaves stopped ones out
 	// would, so the Nodes of stopped instances are deleted.
 	DefectStoppedInstanceGone Defect = "stopped-instance-gone"
+	// DefectZoneCGone reports instances in zone-c as not existing, as a
+	// CCM that searches only some of its region's zones would, so that
+	// the NotReady Nodes of instances there are deleted.
+	DefectZoneCGone Defect = "instances-gone-in-zone-c"
 	// DefectServiceOutsideMigration runs service-lb-controller under the
 	// CCM's main lease even when the leader migration configuration
 	// migrates it, so it runs while another manager holds the migration
@@ -58,7 +63,7 @@ func KnownDefects() []Defect {
 		DefectWrongZone, DefectNoIPv6, DefectStaleAddresses,
 		DefectKeepLBOnDelete, DefectBackendsAllInstances, DefectIgnoreSourceRanges,
 		DefectWrongRouteCIDR, DefectKeepRoutes,
-		DefectInstanceExistsAlways, DefectNoShutdown, DefectStoppedInstanceGone,
+		DefectInstanceExistsAlways, DefectNoShutdown, DefectStoppedInstanceGone, DefectZoneCGone,
 		DefectServiceOutsideMigration,
 	}
 }

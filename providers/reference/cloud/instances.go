@@ -89,6 +89,8 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, er
 		return false, err
 	case i.defects.Has(DefectStoppedInstanceGone) && in.State == cloudapi.StateStopped:
 		return false, nil
+	case i.defects.Has(DefectZoneCGone) && in.Zone == "zone-c":
+		return false, nil
 	}
 	return true, nil
 }

@@ -63,10 +63,20 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 
 // UpdateLoadBalancer updates the backends of the Service's load balancer.
 // The cloud API takes the whole spec, so this writes the same spec as
-// EnsureLoadBalancer.
+// EnsureLoadBalancer, but only to a load balancer that exists: the service
+// controller's node sync may update a Service whose deletion has just
+// removed its load balancer, and an update must not bring it back.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) error {
-	_, err := l.EnsureLoadBalancer(ctx, clusterName, service, nodes)
-	return err
+	name := l.GetLoadBalancerName(ctx, clusterName, service)
+	spec, err := l.spec(ctx, service, nodes)
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Updating load balancer", "service", klog.KObj(service), "loadBalancer", name, "backends", spec.Backends)
+	if _, err := l.client.UpdateLoadBalancer(ctx, name, spec); err != nil {
+		return fmt.Errorf("updating load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)
+	}
+	return nil
 }
 
 // EnsureLoadBalancerDeleted deletes the Service's load balancer; one that

@@ -187,5 +187,17 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 		if err != nil || exists != keep {
 			t.Errorf("keep-lb-on-delete=%v: after delete, exists=%v, %v", keep, exists, err)
 		}
+		if keep {
+			continue
+		}
+		// The service controller's node sync may update a Service whose
+		// deletion has just removed the load balancer: the update fails
+		// and creates nothing.
+		if err := lbs.UpdateLoadBalancer(ctx, "cluster", svc, nodes("n1", "n2", "n3")); err == nil || !cloudapi.IsNotFound(err) {
+			t.Errorf("UpdateLoadBalancer after delete: %v, want a not-found error", err)
+		}
+		if _, exists, err := lbs.GetLoadBalancer(ctx, "cluster", svc); err != nil || exists {
+			t.Errorf("after an update of a deleted load balancer: exists=%v, %v; want it still gone", exists, err)
+		}
 	}
 }

@@ -209,6 +209,16 @@ func (c *Client) EnsureLoadBalancer(ctx context.Context, name string, spec LoadB
 	return &lb, nil
 }
 
+// UpdateLoadBalancer replaces the spec of a load balancer that exists; one
+// that does not is a not-found error, never created.
+func (c *Client) UpdateLoadBalancer(ctx context.Context, name string, spec LoadBalancerSpec) (*LoadBalancer, error) {
+	var lb LoadBalancer
+	if err := c.do(ctx, http.MethodPut, "/v1/loadbalancers/"+url.PathEscape(name)+"?existing=true", spec, &lb); err != nil {
+		return nil, err
+	}
+	return &lb, nil
+}
+
 // DeleteLoadBalancer deletes the load balancer with the given name.
 func (c *Client) DeleteLoadBalancer(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/loadbalancers/"+url.PathEscape(name), nil, nil)

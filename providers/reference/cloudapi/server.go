@@ -519,6 +519,11 @@ func (s *Server) ensureLoadBalancer(r *http.Request) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lb, ok := s.lbs[name]
+	if !ok && r.URL.Query().Get("existing") == "true" {
+		// An update: it never brings back a load balancer deleted
+		// meanwhile.
+		return nil, notFound("load balancer %q not found", name)
+	}
 	if !ok {
 		ip, err := nthIPv4(s.opts.IngressIPRange, s.ingressSeq+1)
 		if err != nil {

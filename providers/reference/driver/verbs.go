@@ -54,6 +54,10 @@ type LoadBalancer struct {
 	Backends            []string  `json:"backends"`
 	SourceRanges        []string  `json:"sourceRanges"`
 	HealthCheckNodePort int32     `json:"healthCheckNodePort"`
+	// ServiceNamespace and ServiceName are set by loadbalancers list: the
+	// Service the cloud recorded the load balancer for.
+	ServiceNamespace string `json:"serviceNamespace,omitempty"`
+	ServiceName      string `json:"serviceName,omitempty"`
 }
 
 // Route is the protocol's Route object.
@@ -245,9 +249,13 @@ func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, erro
 	if err != nil {
 		return nil, fmt.Errorf("getting load balancer %s of service %s/%s: %w", name, req.Namespace, req.Name, err)
 	}
-	out := &resp.LoadBalancer
-	out.Exists = true
-	out.Name = lb.Name
+	resp.LoadBalancer = toLoadBalancer(lb)
+	return resp, nil
+}
+
+// toLoadBalancer is the protocol's view of a load balancer that exists.
+func toLoadBalancer(lb *cloudapi.LoadBalancer) LoadBalancer {
+	out := LoadBalancer{Exists: true, Name: lb.Name, Ingress: []Ingress{}, Ports: []Port{}, Backends: []string{}, SourceRanges: []string{}}
 	if lb.IngressIP != "" {
 		out.Ingress = append(out.Ingress, Ingress{IP: lb.IngressIP})
 	}
@@ -257,6 +265,24 @@ func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, erro
 	out.Backends = append(out.Backends, lb.Backends...)
 	out.SourceRanges = append(out.SourceRanges, lb.SourceRanges...)
 	out.HealthCheckNodePort = lb.HealthCheckNodePort
+	return out
+}
+
+// listLoadBalancers returns every load balancer of the cloud, each with
+// the Service it was made for.
+func (d *driver) listLoadBalancers(ctx context.Context, _ []byte) (any, error) {
+	list, err := d.client.ListLoadBalancers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing load balancers: %w", err)
+	}
+	resp := struct {
+		LoadBalancers []LoadBalancer `json:"loadBalancers"`
+	}{LoadBalancers: []LoadBalancer{}}
+	for i := range list {
+		lb := toLoadBalancer(&list[i])
+		lb.ServiceNamespace, lb.ServiceName = list[i].ServiceNamespace, list[i].ServiceName
+		resp.LoadBalancers = append(resp.LoadBalancers, lb)
+	}
 	return resp, nil
 }
 

@@ -31,7 +31,8 @@ type Spec struct {
 	Labels []string
 	// State is ginkgo's; SpecStatePassed when zero.
 	State types.SpecState
-	// Failure is the failure message of a failed spec.
+	// Failure is the failure message of a failed spec, or the skip
+	// message of a skipped one.
 	Failure string
 	// Latencies are recorded as report entries whose value is a duration.
 	Latencies map[string]time.Duration
@@ -56,6 +57,10 @@ type Run struct {
 	Worlds []runner.WorldInfo
 	// Metadata are keys added to metadata.json (rundir.WithMetadata).
 	Metadata map[string]string
+	// LabelFilter narrowed the run, as run --label-filter does.
+	LabelFilter string
+	// Capabilities are the capabilities the run's profile claimed.
+	Capabilities []string
 }
 
 // WriteRunDir writes the run directory of r into dir through
@@ -75,6 +80,8 @@ func WriteRunDir(t testing.TB, dir string, r Run) {
 		HarnessVersion:    "test",
 		Started:           r.Started,
 		Worlds:            r.Worlds,
+		LabelFilter:       r.LabelFilter,
+		Capabilities:      r.Capabilities,
 	}
 	report := types.Report{SuiteDescription: "CCM conformance: " + r.Provider, StartTime: r.Started, EndTime: r.Started.Add(r.Duration), RunTime: r.Duration}
 	res := &runner.Result{}
@@ -105,6 +112,7 @@ func WriteRunDir(t testing.TB, dir string, r Run) {
 			res.Passed++
 		case state == types.SpecStateSkipped:
 			res.Skipped++
+			sr.Failure = types.Failure{Message: s.Failure}
 		case state.Is(types.SpecStateFailureStates):
 			res.Failed++
 			msg := s.Failure

@@ -64,7 +64,7 @@ func TestBinary(t *testing.T) {
 		wantErr  string // in stderr
 	}{
 		{name: "info", verb: "info", request: `{}`,
-			want: `{"protocolVersion":"v1","provider":"reference","verbs":["info","instances list","instance get","instance create","instance delete","instance stop","instance start","instance set-addresses","loadbalancer get","routes list","route create","route delete","fault inject","fault clear","calls list"]}`},
+			want: `{"protocolVersion":"v1","provider":"reference","verbs":["info","instances list","instance get","instance create","instance delete","instance stop","instance start","instance set-addresses","loadbalancer get","loadbalancers list","routes list","route create","route delete","fault inject","fault clear","calls list"]}`},
 		{name: "get before create", verb: "instance get", request: `{"name":"n1"}`, wantExit: 3, wantErr: "not found"},
 		{name: "create", verb: "instance create", request: `{"name":"n1","zone":"","instanceType":"","ipFamilies":["IPv4","IPv6"],"futureField":1}`,
 			want: `{"instance":` + running + `}`},
@@ -94,6 +94,8 @@ func TestBinary(t *testing.T) {
 			want: `{"calls":[{"seq":14,"time":"2026-01-02T03:04:05Z","operation":"EnsureLoadBalancer","caller":"test","resource":"a1b4e28ba2fa111d2883f0016d3cca42"}],"last":15}`},
 		{name: "no calls after the last", verb: "calls list", request: `{"after":15}`, want: `{"calls":[],"last":15}`},
 		{name: "negative after", verb: "calls list", request: `{"after":-1}`, wantExit: 1, wantErr: "after -1"},
+		{name: "every load balancer, with its Service", verb: "loadbalancers list", request: `{}`,
+			want: `{"loadBalancers":[{"exists":true,"name":"a1b4e28ba2fa111d2883f0016d3cca42","ingress":[{"ip":"127.65.0.1"}],"ports":[{"protocol":"TCP","port":80,"nodePort":30080}],"backends":["n1"],"sourceRanges":["10.0.0.0/8"],"healthCheckNodePort":32000,"serviceNamespace":"ns","serviceName":"web"}]}`},
 		{name: "load balancer without uid", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web"}`, wantExit: 1, wantErr: "uid"},
 		{name: "no routes", verb: "routes list", request: `{}`, want: `{"routes":[]}`},
 		{name: "create route", verb: "route create", request: `{"nodeName":"n1","destinationCIDR":"10.244.9.0/24"}`,
