@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
@@ -27,23 +29,43 @@ type inventory struct {
 	// routes are keyed by name; routeNodes gives each one's node.
 	routes     map[string]string
 	routeNodes map[string]string
-	// skipped names the cloud kinds the driver cannot list.
+	// othersNamespaces are the namespaces the harness did not make: on a
+	// shared cluster, what others run there (and their load balancers) is
+	// none of the run's business.
+	othersNamespaces map[string]bool
+	// skipped names the kinds that are not compared: cloud kinds the driver
+	// cannot list, and machines the harness does not own.
 	skipped []string
 }
 
-// takeInventory lists the cluster's namespaces, Services and Nodes and,
-// through the cloud driver, its instances, load balancers and routes
-// (those the driver can list).
-func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clouddriver.Driver) (*inventory, error) {
+// inventoryScope says what a world owns besides its own namespaces.
+type inventoryScope struct {
+	// machines: the world simulates its machines, so every Node and cloud
+	// instance is its own. On a cluster of real machines, nodes come and
+	// go (autoscalers, repairs) without the run, and are not compared.
+	machines bool
+}
+
+// takeInventory lists the namespaces the harness made (framework.
+// NamespaceLabel) and their Services, the cluster's Nodes when the world
+// owns its machines, and, through the cloud driver, the cloud's instances
+// (again only when the world owns its machines), load balancers and
+// routes (those the driver can list).
+func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clouddriver.Driver, scope inventoryScope) (*inventory, error) {
 	inv := &inventory{
 		namespaces: map[string]string{}, services: map[string]string{}, nodes: map[string]string{},
 		instances: map[string]string{}, loadBalancers: map[string]string{}, routes: map[string]string{}, routeNodes: map[string]string{},
+		othersNamespaces: map[string]bool{},
 	}
 	namespaces, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	for _, ns := range namespaces.Items {
+		if ns.Labels[framework.NamespaceLabel] != "true" {
+			inv.othersNamespaces[ns.Name] = true
+			continue
+		}
 		what := "namespace " + ns.Name
 		if ns.DeletionTimestamp != nil {
 			what += " (" + string(ns.Status.Phase) + ")"
@@ -55,12 +77,17 @@ func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clo
 		return nil, fmt.Errorf("listing Services: %w", err)
 	}
 	for _, s := range services.Items {
+		if inv.othersNamespaces[s.Namespace] {
+			continue
+		}
 		what := fmt.Sprintf("Service %s/%s (type %s", s.Namespace, s.Name, s.Spec.Type)
 		if len(s.Finalizers) > 0 {
 			what += ", finalizers " + strings.Join(s.Finalizers, ",")
 		}
 		inv.services[s.Namespace+"/"+s.Name] = what + ")"
 	}
+	// Nodes are listed on every cluster: a new route counts as a leftover
+	// only once its node is gone.
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
@@ -68,11 +95,17 @@ func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clo
 	for _, n := range nodes.Items {
 		inv.nodes[n.Name] = "node " + n.Name
 	}
+	if !scope.machines {
+		inv.skipped = append(inv.skipped, machinesNotCompared)
+	}
 	if driver == nil {
 		inv.skipped = append(inv.skipped, "the cloud (no cloud driver)")
 		return inv, nil
 	}
-	if driver.Supports(clouddriver.VerbInstancesList) {
+	switch {
+	case !scope.machines:
+		// Not compared (machinesNotCompared).
+	case driver.Supports(clouddriver.VerbInstancesList):
 		instances, err := driver.ListInstances(ctx)
 		if err != nil {
 			return nil, err
@@ -80,7 +113,7 @@ func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clo
 		for _, in := range instances {
 			inv.instances[in.Name] = fmt.Sprintf("cloud instance %s (id %s, %s)", in.Name, in.ID, in.State)
 		}
-	} else {
+	default:
 		inv.skipped = append(inv.skipped, "instances")
 	}
 	if driver.Supports(clouddriver.VerbLoadBalancersList) {
@@ -89,6 +122,9 @@ func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clo
 			return nil, err
 		}
 		for _, lb := range lbs {
+			if inv.othersNamespaces[lb.ServiceNamespace] {
+				continue // a load balancer of someone else's Service
+			}
 			what := "cloud load balancer " + lb.Name
 			if lb.ServiceName != "" {
 				what += fmt.Sprintf(" (of Service %s/%s)", lb.ServiceNamespace, lb.ServiceName)
@@ -113,6 +149,10 @@ func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clo
 	return inv, nil
 }
 
+// machinesNotCompared is the skipped entry of an inventory that does not
+// compare Nodes and instances.
+const machinesNotCompared = "nodes and instances (the cluster's machines are not the run's)"
+
 // leftovers are what after holds and before did not: what the specs made
 // and did not take away (or the CCM did not, for what it made on their
 // behalf). A route that was not there before is a leftover only when its
@@ -133,7 +173,9 @@ func leftovers(before, after *inventory) []string {
 	}
 	add(before.namespaces, after.namespaces, nil)
 	add(before.services, after.services, nil)
-	add(before.nodes, after.nodes, nil)
+	if !slices.Contains(after.skipped, machinesNotCompared) {
+		add(before.nodes, after.nodes, nil)
+	}
 	add(before.instances, after.instances, nil)
 	add(before.loadBalancers, after.loadBalancers, nil)
 	add(before.routes, after.routes, func(name string) bool {
@@ -141,6 +183,12 @@ func leftovers(before, after *inventory) []string {
 		return nodeExists
 	})
 	return out
+}
+
+// inventoryScope is what the world owns: its machines, when it simulates
+// them.
+func (w *world) inventoryScope() inventoryScope {
+	return inventoryScope{machines: w.machines != nil}
 }
 
 // leftoversPoll is how often the leak check looks again while things are
@@ -155,7 +203,7 @@ func (w *world) checkLeftovers(ctx context.Context, before *inventory) error {
 	timeout := w.profile.Timeout(profile.LeftoversGone)
 	deadline := time.Now().Add(timeout)
 	for {
-		after, err := takeInventory(ctx, w.client, w.driver)
+		after, err := takeInventory(ctx, w.client, w.driver, w.inventoryScope())
 		if err != nil {
 			return &SetupError{Step: "leak check", Err: err}
 		}

@@ -10,7 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
 )
 
 func TestLeftovers(t *testing.T) {
@@ -96,22 +99,60 @@ func TestTakeInventoryOfTheCluster(t *testing.T) {
 	deleting := metav1.Now()
 	client := fake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ccm-lb-x", DeletionTimestamp: &deleting}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ccm-lb-x", Labels: harnessLabel, DeletionTimestamp: &deleting}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ccm-lb-x", Name: "web", Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ccm-node-1"}},
 	)
-	inv, err := takeInventory(context.Background(), client, nil)
+	inv, err := takeInventory(context.Background(), client, nil, inventoryScope{machines: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	empty := &inventory{}
+	// Only what the harness made: not the default namespace, nor its Service.
 	got := strings.Join(leftovers(empty, inv), "; ")
-	want := "namespace ccm-lb-x (Terminating); namespace default; Service ccm-lb-x/web (type LoadBalancer, finalizers service.kubernetes.io/load-balancer-cleanup); node ccm-node-1"
+	want := "namespace ccm-lb-x (Terminating); Service ccm-lb-x/web (type LoadBalancer, finalizers service.kubernetes.io/load-balancer-cleanup); node ccm-node-1"
 	if got != want {
 		t.Errorf("inventory %q, want %q", got, want)
 	}
 	if len(inv.skipped) != 1 || !strings.Contains(inv.skipped[0], "no cloud driver") {
 		t.Errorf("skipped %q, want the cloud named", inv.skipped)
+	}
+}
+
+var harnessLabel = map[string]string{framework.NamespaceLabel: "true"}
+
+// On a cluster of real machines that others use too, what others make
+// during the run is not the run's leftover: their namespaces and Services,
+// and the cluster's nodes.
+func TestInventoryOfASharedCluster(t *testing.T) {
+	cluster := func(extra ...runtime.Object) *fake.Clientset {
+		return fake.NewClientset(append([]runtime.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real-1"}},
+		}, extra...)...)
+	}
+	scope := inventoryScope{machines: false}
+	before, err := takeInventory(context.Background(), cluster(), nil, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := takeInventory(context.Background(), cluster(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real-2-from-the-autoscaler"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ccm-lb-y", Labels: harnessLabel}},
+	), nil, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(leftovers(before, after), "; ")
+	want := "namespace ccm-lb-y"
+	if got != want {
+		t.Errorf("leftovers %q, want %q", got, want)
+	}
+	if !after.othersNamespaces["team-a"] || after.othersNamespaces["ccm-lb-y"] {
+		t.Errorf("others' namespaces %v, want team-a and not ccm-lb-y (whose load balancers are the run's)", after.othersNamespaces)
 	}
 }
 

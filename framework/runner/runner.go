@@ -255,7 +255,7 @@ func (w *world) run(ctx context.Context, sr specRun) (types.Report, error) {
 		w.logf("setup took %s", formatPhases(w.phases))
 		// What the world holds before the specs: afterwards it must hold
 		// nothing more (checkLeftovers).
-		before, invErr := takeInventory(ctx, w.client, w.driver)
+		before, invErr := takeInventory(ctx, w.client, w.driver, w.inventoryScope())
 		// ginkgo ends the specs on SIGINT or SIGTERM itself; ctx ends
 		// with them, and Run reads it.
 		report = sr.run(w.framework())
