@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
@@ -274,6 +275,34 @@ func (f *Framework) SetNodeLabel(ctx context.Context, node, key string, set bool
 		return fmt.Errorf("labelling node %s %s=%v: %w", node, key, v, err)
 	}
 	return f.NodeWritten(ctx, patched)
+}
+
+// SetNodeTaint adds (set true) or removes (set false) the taint with
+// taint's key on a Node, and returns once the watch shows the change. The
+// taints are one list, so this reads and updates the Node, retrying on
+// conflicts with the kubelet's and the controllers' updates.
+func (f *Framework) SetNodeTaint(ctx context.Context, node string, taint corev1.Taint, set bool) error {
+	var updated *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := f.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taint.Key })
+		if set {
+			n.Spec.Taints = append(n.Spec.Taints, taint)
+		}
+		updated, err = f.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		verb := "removing taint " + taint.Key + " from"
+		if set {
+			verb = "tainting"
+		}
+		return fmt.Errorf("%s node %s (%s): %w", verb, node, taint.Key, err)
+	}
+	return f.NodeWritten(ctx, updated)
 }
 
 // FormatTaints renders taints as "key=value:Effect, key:Effect".

@@ -101,6 +101,20 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 			},
 		},
 		{
+			name: "NotReady backends dropped", defects: "drop-notready-backends",
+			labelFilter: "LoadBalancer && !DataPath && !LoadBalancerSourceRanges",
+			failing: map[string][]string{
+				"keeps a backend node that goes NotReady among the backends": {"Service ccm-lb-", "expected node ccm-node-", "among the backends of cloud load balancer", "went NotReady, and readiness is no rule"},
+			},
+		},
+		{
+			name: "autoscaler taint ignored", defects: "ignore-autoscaler-taint",
+			labelFilter: "LoadBalancer && !DataPath && !LoadBalancerSourceRanges",
+			failing: map[string][]string{
+				"drops a node tainted ToBeDeletedByClusterAutoscaler": {"Service ccm-lb-", "expected node ccm-node-", "gone from the backends of cloud load balancer", "is tainted ToBeDeletedByClusterAutoscaler"},
+			},
+		},
+		{
 			name: "source ranges ignored", defects: "ignore-source-ranges", labelFilter: "LoadBalancerSourceRanges",
 			failing: map[string][]string{
 				"passes loadBalancerSourceRanges to the cloud":       {"Service ccm-lb-", "to allow [192.0.2.0/24 198.51.100.0/24], saw []"},
