@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	nodehelpers "k8s.io/cloud-provider/node/helpers"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 )
@@ -63,41 +63,25 @@ func ProvidedNodeIPs(node *corev1.Node) []string {
 // ExpectedAddresses is what a conformant CCM puts in a node's
 // status.addresses, given the instance's addresses in the cloud and the
 // kubelet's provided node IPs (KEP-3705): without node IPs, the cloud's
-// list; with them, each node IP (with the type the cloud gives it) first,
-// in the annotation's order, then every cloud address of another type.
-// Addresses of the node IPs' types that are not node IPs are dropped. A node
-// IP the cloud does not report is an error: the CCM must not initialize
-// such a node.
+// list; with them, what k8s.io/cloud-provider's node controller makes of
+// them, by calling the same helper (node/helpers.GetNodeAddressesFromNodeIP):
+// each node IP (with the type the cloud gives it) first, in the
+// annotation's order, then every cloud address of another type. A node IP
+// the cloud does not report is an error: the CCM must not initialize such a
+// node.
 func ExpectedAddresses(cloud []clouddriver.Address, provided []string) ([]corev1.NodeAddress, error) {
+	out := make([]corev1.NodeAddress, len(cloud))
+	for i, a := range cloud {
+		out[i] = corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address}
+	}
 	if len(provided) == 0 {
-		out := make([]corev1.NodeAddress, len(cloud))
-		for i, a := range cloud {
-			out[i] = corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address}
-		}
 		return out, nil
 	}
-	var out []corev1.NodeAddress
-	usedTypes := map[string]bool{}
-	for _, p := range provided {
-		ip := net.ParseIP(p)
-		matched := false
-		for _, a := range cloud {
-			if cip := net.ParseIP(a.Address); cip != nil && ip != nil && cip.Equal(ip) {
-				out = append(out, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
-				usedTypes[a.Type] = true
-				matched = true
-			}
-		}
-		if !matched {
-			return nil, fmt.Errorf("node IP %s is not among the instance's addresses [%s]", p, FormatAddresses(cloud))
-		}
+	want, err := nodehelpers.GetNodeAddressesFromNodeIP(strings.Join(provided, ","), out)
+	if err != nil {
+		return nil, fmt.Errorf("node IPs %s against the instance's addresses [%s]: %w", strings.Join(provided, ","), FormatAddresses(cloud), err)
 	}
-	for _, a := range cloud {
-		if !usedTypes[a.Type] {
-			out = append(out, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
-		}
-	}
-	return out, nil
+	return want, nil
 }
 
 // FormatAddresses renders addresses as "InternalIP=10.0.0.1, Hostname=n1".
