@@ -94,7 +94,7 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 			name: "load balancer kept on delete, excluded node kept", defects: "keep-lb-on-delete,backends-all-instances",
 			labelFilter: "LoadBalancer && !DataPath && !LoadBalancerSourceRanges",
 			failing: map[string][]string{
-				"deletes the cloud load balancer and then the finalizer":  {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
+				"deletes the cloud load balancer and then the finalizer":  {"Service ccm-lb-", "expected its cloud load balancer", "gone before the service.kubernetes.io/load-balancer-cleanup finalizer was removed, saw it still there"},
 				"when it changes to NodePort, then ClusterIP":             {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
 				"drops a node labelled node.kubernetes.io/exclude":        {"Service ccm-lb-", "expected node ccm-node-1, labelled node.kubernetes.io/exclude-from-external-load-balancers=true, gone from the backends", "saw backends [ccm-node-1 ccm-node-2 ccm-node-3]"},
 				"adds a joining node to the backends and drops a leaving": {"Service ccm-lb-", "expected the eligible nodes"},

@@ -214,15 +214,28 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
 
 			Expect(f.Client.CoreV1().Services(l.ns).Delete(ctx, "web", metav1.DeleteOptions{})).To(Succeed(), "deleting Service %s/web", l.ns)
+			// The order: each time the watch shows the Service, and at the
+			// first sight of it without the finalizer (or gone) the cloud is
+			// asked at once. A load balancer still there then outlived the
+			// finalizer, which must come off only after it is deleted.
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				s, err := v.Service(l.ns, "web")
-				if apierrors.IsNotFound(err) {
-					return
+				if !apierrors.IsNotFound(err) {
+					g.Expect(err).NotTo(HaveOccurred(), "Service %s/web", l.ns)
+					g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(),
+						"Service %s/web: expected it deleted, saw it still terminating, held by finalizers %v", l.ns, s.Finalizers)
 				}
-				g.Expect(err).NotTo(HaveOccurred(), "Service %s/web", l.ns)
-				g.Expect(s.DeletionTimestamp).To(BeNil(), "Service %s/web: expected it deleted, saw it still terminating, held by finalizers %v", l.ns, s.Finalizers)
+				cloud, err := l.cloudLB(ctx, svc)
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/web", l.ns)
+				if cloud.Exists {
+					StopTrying(fmt.Sprintf("Service %s/web: expected its cloud load balancer %s gone before the %s finalizer was removed, saw it still there once the finalizer was gone",
+						l.ns, cloud.Name, framework.LoadBalancerCleanupFinalizer)).Now()
+				}
 			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
-			l.expectCloudGone(ctx, svc)
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				_, err := v.Service(l.ns, "web")
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Service %s/web: expected it deleted once its finalizer was gone, saw it still there (err %v)", l.ns, err)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
 		})
 
 		It("adds a joining node to the backends and drops a leaving one", func(ctx SpecContext) {
