@@ -118,7 +118,7 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 			name: "source ranges ignored", defects: "ignore-source-ranges", labelFilter: "LoadBalancerSourceRanges",
 			failing: map[string][]string{
 				"passes loadBalancerSourceRanges to the cloud":       {"Service ccm-lb-", "to allow [192.0.2.0/24 198.51.100.0/24], saw []"},
-				"admits clients inside loadBalancerSourceRanges and": {"Service ccm-lb-", "(loadBalancerSourceRanges 192.0.2.0/24): expected a client on loopback turned away", "saw it answered by"},
+				"admits clients inside loadBalancerSourceRanges and": {"Service ccm-lb-", "(loadBalancerSourceRanges 127.0.0.1/32): expected a client from 127.0.0.2 turned away", "saw it answered by"},
 			},
 		},
 		{
