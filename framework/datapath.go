@@ -3,9 +3,11 @@ package framework
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -16,9 +18,22 @@ import (
 
 // ProbeTCP connects to addr and returns the first line the backend sends.
 func ProbeTCP(ctx context.Context, addr string, timeout time.Duration) (string, error) {
+	return ProbeTCPFrom(ctx, "", addr, timeout)
+}
+
+// ProbeTCPFrom is ProbeTCP from the local source IP source ("" lets the
+// system choose).
+func ProbeTCPFrom(ctx context.Context, source, addr string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var d net.Dialer
+	if source != "" {
+		ip := net.ParseIP(source)
+		if ip == nil {
+			return "", fmt.Errorf("source address %q is not an IP", source)
+		}
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
@@ -59,4 +74,19 @@ func ProbeUDP(ctx context.Context, addr string, timeout time.Duration) (string, 
 		return "", fmt.Errorf("%s answered with an empty datagram, expected a backend's name", addr)
 	}
 	return strings.TrimSpace(string(buf[:n])), nil
+}
+
+// Denied reports whether a probe's error says the client was turned away
+// as a firewall does: the connection refused, or no answer before the
+// probe's deadline. Any other error (a reset, an early close, a name that
+// does not resolve) is not a denial: it says something else broke.
+func Denied(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -13,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	nodehelpers "k8s.io/cloud-provider/node/helpers"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 )
@@ -62,41 +63,25 @@ func ProvidedNodeIPs(node *corev1.Node) []string {
 // ExpectedAddresses is what a conformant CCM puts in a node's
 // status.addresses, given the instance's addresses in the cloud and the
 // kubelet's provided node IPs (KEP-3705): without node IPs, the cloud's
-// list; with them, each node IP (with the type the cloud gives it) first,
-// in the annotation's order, then every cloud address of another type.
-// Addresses of the node IPs' types that are not node IPs are dropped. A node
-// IP the cloud does not report is an error: the CCM must not initialize
-// such a node.
+// list; with them, what k8s.io/cloud-provider's node controller makes of
+// them, by calling the same helper (node/helpers.GetNodeAddressesFromNodeIP):
+// each node IP (with the type the cloud gives it) first, in the
+// annotation's order, then every cloud address of another type. A node IP
+// the cloud does not report is an error: the CCM must not initialize such a
+// node.
 func ExpectedAddresses(cloud []clouddriver.Address, provided []string) ([]corev1.NodeAddress, error) {
+	out := make([]corev1.NodeAddress, len(cloud))
+	for i, a := range cloud {
+		out[i] = corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address}
+	}
 	if len(provided) == 0 {
-		out := make([]corev1.NodeAddress, len(cloud))
-		for i, a := range cloud {
-			out[i] = corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address}
-		}
 		return out, nil
 	}
-	var out []corev1.NodeAddress
-	usedTypes := map[string]bool{}
-	for _, p := range provided {
-		ip := net.ParseIP(p)
-		matched := false
-		for _, a := range cloud {
-			if cip := net.ParseIP(a.Address); cip != nil && ip != nil && cip.Equal(ip) {
-				out = append(out, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
-				usedTypes[a.Type] = true
-				matched = true
-			}
-		}
-		if !matched {
-			return nil, fmt.Errorf("node IP %s is not among the instance's addresses [%s]", p, FormatAddresses(cloud))
-		}
+	want, err := nodehelpers.GetNodeAddressesFromNodeIP(strings.Join(provided, ","), out)
+	if err != nil {
+		return nil, fmt.Errorf("node IPs %s against the instance's addresses [%s]: %w", strings.Join(provided, ","), FormatAddresses(cloud), err)
 	}
-	for _, a := range cloud {
-		if !usedTypes[a.Type] {
-			out = append(out, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
-		}
-	}
-	return out, nil
+	return want, nil
 }
 
 // FormatAddresses renders addresses as "InternalIP=10.0.0.1, Hostname=n1".
@@ -274,6 +259,34 @@ func (f *Framework) SetNodeLabel(ctx context.Context, node, key string, set bool
 		return fmt.Errorf("labelling node %s %s=%v: %w", node, key, v, err)
 	}
 	return f.NodeWritten(ctx, patched)
+}
+
+// SetNodeTaint adds (set true) or removes (set false) the taint with
+// taint's key on a Node, and returns once the watch shows the change. The
+// taints are one list, so this reads and updates the Node, retrying on
+// conflicts with the kubelet's and the controllers' updates.
+func (f *Framework) SetNodeTaint(ctx context.Context, node string, taint corev1.Taint, set bool) error {
+	var updated *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := f.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taint.Key })
+		if set {
+			n.Spec.Taints = append(n.Spec.Taints, taint)
+		}
+		updated, err = f.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		verb := "removing taint " + taint.Key + " from"
+		if set {
+			verb = "tainting"
+		}
+		return fmt.Errorf("%s node %s (%s): %w", verb, node, taint.Key, err)
+	}
+	return f.NodeWritten(ctx, updated)
 }
 
 // FormatTaints renders taints as "key=value:Effect, key:Effect".

@@ -86,6 +86,12 @@ func ServiceRef(svc *corev1.Service) clouddriver.ServiceRef {
 // strconv.ParseBool: a value that does not parse excludes too), and not
 // tainted ToBeDeletedByClusterAutoscaler. Readiness is not a rule: a
 // NotReady node stays a backend.
+//
+// The rules are mirrored, not called: in k8s.io/cloud-provider v0.37.2
+// they are the unexported predicates of controllers/service
+// (nodeNotDeletedPredicate, nodeIncludedPredicate, nodeUnTaintedPredicate
+// in stableNodeSetPredicates), and nothing exported applies them to a
+// node. TestEligibleBackends pins each case to what those predicates do.
 func EligibleBackends(nodes []corev1.Node) []string {
 	var out []string
 	for i := range nodes {

@@ -94,17 +94,33 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 			name: "load balancer kept on delete, excluded node kept", defects: "keep-lb-on-delete,backends-all-instances",
 			labelFilter: "LoadBalancer && !DataPath && !LoadBalancerSourceRanges",
 			failing: map[string][]string{
-				"deletes the cloud load balancer and then the finalizer":  {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
+				"deletes the cloud load balancer and then the finalizer":  {"Service ccm-lb-", "expected its cloud load balancer", "gone before the service.kubernetes.io/load-balancer-cleanup finalizer was removed, saw it still there"},
 				"when it changes to NodePort, then ClusterIP":             {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
 				"drops a node labelled node.kubernetes.io/exclude":        {"Service ccm-lb-", "expected node ccm-node-1, labelled node.kubernetes.io/exclude-from-external-load-balancers=true, gone from the backends", "saw backends [ccm-node-1 ccm-node-2 ccm-node-3]"},
 				"adds a joining node to the backends and drops a leaving": {"Service ccm-lb-", "expected the eligible nodes"},
+				// Every instance is a backend, the tainted node's too.
+				"drops a node tainted ToBeDeletedByClusterAutoscaler": {"Service ccm-lb-", "gone from the backends of cloud load balancer", "is tainted ToBeDeletedByClusterAutoscaler"},
+			},
+		},
+		{
+			name: "NotReady backends dropped", defects: "drop-notready-backends",
+			labelFilter: "LoadBalancer && !DataPath && !LoadBalancerSourceRanges",
+			failing: map[string][]string{
+				"keeps a backend node that goes NotReady among the backends": {"Service ccm-lb-", "expected node ccm-node-", "among the backends of cloud load balancer", "went NotReady, and readiness is no rule"},
+			},
+		},
+		{
+			name: "autoscaler taint ignored", defects: "ignore-autoscaler-taint",
+			labelFilter: "LoadBalancer && !DataPath && !LoadBalancerSourceRanges",
+			failing: map[string][]string{
+				"drops a node tainted ToBeDeletedByClusterAutoscaler": {"Service ccm-lb-", "expected node ccm-node-", "gone from the backends of cloud load balancer", "is tainted ToBeDeletedByClusterAutoscaler"},
 			},
 		},
 		{
 			name: "source ranges ignored", defects: "ignore-source-ranges", labelFilter: "LoadBalancerSourceRanges",
 			failing: map[string][]string{
 				"passes loadBalancerSourceRanges to the cloud":       {"Service ccm-lb-", "to allow [192.0.2.0/24 198.51.100.0/24], saw []"},
-				"admits clients inside loadBalancerSourceRanges and": {"Service ccm-lb-", "(loadBalancerSourceRanges 192.0.2.0/24): expected a client on loopback turned away", "saw it answered by"},
+				"admits clients inside loadBalancerSourceRanges and": {"Service ccm-lb-", "(loadBalancerSourceRanges 127.0.0.1/32): expected a client from 127.0.0.2 turned away", "saw it answered by"},
 			},
 		},
 		{

@@ -97,6 +97,17 @@ func declare(f *framework.Framework) {
 				clouddriver.OpEnsureLoadBalancer, why, formatCalls(calls))
 		}
 
+		// actsOnceItHolds is the positive control of a spec that watched u
+		// stay away from the migrated controllers: once holder stops, u
+		// takes the migration lease and the pending Service gets its
+		// ingress, so the quiet before was the lease's doing, not a CCM
+		// that never acts.
+		actsOnceItHolds := func(ctx context.Context, u, holder *manager, lease, svc string) {
+			Expect(holder.stop(ctx)).To(Succeed(), "stopping %s", holder.role)
+			l.waitForHolder(ctx, lease, holder.identity, u)
+			expectIngress(ctx, l, svc, fmt.Sprintf("%s holds the migration lease %s/%s now that %s stopped (the control)", u.role, leaseNamespace, lease, holder.role))
+		}
+
 		It("keeps the migrated controllers stopped while another manager holds the migration lease", func(ctx SpecContext) {
 			l.spec = "lm-locked"
 			f.RequireDriverVerbs(clouddriver.VerbCallsList)
@@ -112,6 +123,7 @@ func declare(f *framework.Framework) {
 			why := fmt.Sprintf("%s holds the migration lease %s/%s", holder.role, leaseNamespace, cfg.LeaderName)
 			keptAway(ctx, u, holder, cfg.LeaderName, l.migrated, "web", why)
 			noCloudChanges(ctx, mark, why)
+			actsOnceItHolds(ctx, u, holder, cfg.LeaderName, "web")
 		})
 
 		It("takes the migration lease once its holder stops, and the pending Service gets its load balancer", func(ctx SpecContext) {
@@ -296,6 +308,22 @@ func declare(f *framework.Framework) {
 					l.ns, why, framework.IngressAddresses(s))
 			}).WithTimeout(f.Timeout(profile.LeaderMigrationHold)).WithPolling(l.poll()).Should(Succeed())
 			noCloudChanges(ctx, mark, why)
+
+			// The control, which holds also where only LoadBalancer is
+			// claimed and nothing else is left to the CCM: the same CCM,
+			// restarted with a configuration that gives the service
+			// controller back to it, gives the same Service its ingress.
+			full := l.writeConfig(newMigrationConfig(cfg.LeaderName, componentCCM, l.migrated), "migration")
+			Expect(u.stop(ctx)).To(Succeed(), "stopping %s", u.role)
+			mainBefore, err := l.leaseHolder(ctx, u.mainLease)
+			Expect(err).NotTo(HaveOccurred(), "reading lease %s/%s", leaseNamespace, u.mainLease)
+			migrationBefore, err := l.leaseHolder(ctx, cfg.LeaderName)
+			Expect(err).NotTo(HaveOccurred(), "reading lease %s/%s", leaseNamespace, cfg.LeaderName)
+			again := l.start(ctx, managerSpec{name: l.spec + "-ccm-again", mainLease: u.mainLease, configFile: full})
+			l.waitForMainLease(ctx, again, mainBefore)
+			l.waitForHolder(ctx, cfg.LeaderName, migrationBefore, again)
+			expectIngress(ctx, l, "web", fmt.Sprintf("%s runs with a configuration that gives %s to %s and holds the migration lease %s/%s (the control)",
+				again.role, serviceController, componentCCM, leaseNamespace, cfg.LeaderName))
 		})
 
 		It("covers every cloud controller it runs with the migration lock of the configuration it ships", func(ctx SpecContext) {
@@ -342,10 +370,10 @@ func declare(f *framework.Framework) {
 				}
 			}
 			slices.Sort(outside)
-			if len(outside) == 0 {
-				return
+			if len(outside) > 0 {
+				Fail(l.uncoveredMessage(ctx, u, holder, configFile, lease, outside, mark))
 			}
-			Fail(l.uncoveredMessage(ctx, u, holder, configFile, lease, outside, mark))
+			actsOnceItHolds(ctx, u, holder, lease, "web")
 		})
 	})
 }
@@ -395,4 +423,20 @@ func (l *lm) uncoveredMessage(ctx context.Context, u, holder *manager, configFil
 		}
 	}
 	return b.String()
+}
+
+// expectIngress waits until the Service has a load balancer ingress; why
+// says, for the failure message, why it must.
+func expectIngress(ctx context.Context, l *lm, name, why string) {
+	l.f.Eventually(ctx, func(g Gomega, v *framework.View) {
+		svc, err := v.Service(l.ns, name)
+		g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s", l.ns, name)
+		g.Expect(svc.Status.LoadBalancer.Ingress).NotTo(BeEmpty(), func() string {
+			msg := fmt.Sprintf("Service %s/%s: expected a load balancer ingress, since %s; saw none", l.ns, name, why)
+			if w := l.f.LastWarning(ctx, "Service", l.ns, name); w != "" {
+				msg += "; last event: " + w
+			}
+			return msg
+		})
+	}).WithTimeout(l.f.Timeout(profile.LoadBalancerCreate)).Should(Succeed())
 }

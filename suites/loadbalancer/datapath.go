@@ -73,12 +73,24 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
 			expectReaches(ctx, "ranged", 80, framework.ProbeTCP)
 
-			svc := l.update(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} })
+			// Two clients on loopback, one inside the ranges and one
+			// outside, probed together: the denial counts only while the
+			// allowed client gets through, and only as a refused
+			// connection or no answer at all.
+			const allowed, outside = "127.0.0.1", "127.0.0.2"
+			svc := l.update(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{allowed + "/32"} })
+			cloud := l.expectCloudMatches(ctx, "ranged", profile.LoadBalancerUpdate)
 			addr := ingressAddr(svc, 80)
 			Eventually(ctx, func(g Gomega) {
-				answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+				answer, err := framework.ProbeTCPFrom(ctx, allowed, addr, probeTimeout)
+				g.Expect(err).NotTo(HaveOccurred(), "Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s let through at %s, saw an error", l.ns, allowed, allowed, addr)
+				g.Expect(cloud.Backends).To(ContainElement(answer),
+					"Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s to reach a backend of %s %v, saw it answered by %q", l.ns, allowed, allowed, cloud.Name, cloud.Backends, answer)
+				answer, err = framework.ProbeTCPFrom(ctx, outside, addr, probeTimeout)
 				g.Expect(err).To(HaveOccurred(),
-					"Service %s/ranged (loadBalancerSourceRanges 192.0.2.0/24): expected a client on loopback turned away at %s, saw it answered by %q", l.ns, addr, answer)
+					"Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s turned away at %s, saw it answered by %q", l.ns, allowed, outside, addr, answer)
+				g.Expect(framework.Denied(err)).To(BeTrue(),
+					"Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s turned away at %s (connection refused or no answer), saw %v", l.ns, allowed, outside, addr, err)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 		})
 	})

@@ -214,15 +214,28 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
 
 			Expect(f.Client.CoreV1().Services(l.ns).Delete(ctx, "web", metav1.DeleteOptions{})).To(Succeed(), "deleting Service %s/web", l.ns)
+			// The order: each time the watch shows the Service, and at the
+			// first sight of it without the finalizer (or gone) the cloud is
+			// asked at once. A load balancer still there then outlived the
+			// finalizer, which must come off only after it is deleted.
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				s, err := v.Service(l.ns, "web")
-				if apierrors.IsNotFound(err) {
-					return
+				if !apierrors.IsNotFound(err) {
+					g.Expect(err).NotTo(HaveOccurred(), "Service %s/web", l.ns)
+					g.Expect(framework.HasFinalizer(s, framework.LoadBalancerCleanupFinalizer)).To(BeFalse(),
+						"Service %s/web: expected it deleted, saw it still terminating, held by finalizers %v", l.ns, s.Finalizers)
 				}
-				g.Expect(err).NotTo(HaveOccurred(), "Service %s/web", l.ns)
-				g.Expect(s.DeletionTimestamp).To(BeNil(), "Service %s/web: expected it deleted, saw it still terminating, held by finalizers %v", l.ns, s.Finalizers)
+				cloud, err := l.cloudLB(ctx, svc)
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/web", l.ns)
+				if cloud.Exists {
+					StopTrying(fmt.Sprintf("Service %s/web: expected its cloud load balancer %s gone before the %s finalizer was removed, saw it still there once the finalizer was gone",
+						l.ns, cloud.Name, framework.LoadBalancerCleanupFinalizer)).Now()
+				}
 			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
-			l.expectCloudGone(ctx, svc)
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				_, err := v.Service(l.ns, "web")
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Service %s/web: expected it deleted once its finalizer was gone, saw it still there (err %v)", l.ns, err)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
 		})
 
 		It("adds a joining node to the backends and drops a leaving one", func(ctx SpecContext) {
@@ -243,6 +256,82 @@ func declare(f *framework.Framework) {
 			cloud = l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
 			Expect(cloud.Backends).NotTo(ContainElement(m.Name), "Service %s/web: expected the deleted node %s gone from the backends of cloud load balancer %s, saw %v",
 				l.ns, m.Name, cloud.Name, cloud.Backends)
+		})
+
+		// backendsWith waits until the cloud load balancer of the Service
+		// has every node of in among its backends and none of out; why
+		// says, for the failure message, why each must be so.
+		backendsWith := func(ctx context.Context, svc *corev1.Service, in, out []string, why string) {
+			Eventually(ctx, func(g Gomega) {
+				cloud, err := l.cloudLB(ctx, svc)
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/%s", svc.Namespace, svc.Name)
+				got := framework.Sorted(cloud.Backends)
+				for _, n := range in {
+					g.Expect(got).To(ContainElement(n), "Service %s/%s: expected node %s among the backends of cloud load balancer %s (%s), saw backends %v",
+						svc.Namespace, svc.Name, n, cloud.Name, why, got)
+				}
+				for _, n := range out {
+					g.Expect(got).NotTo(ContainElement(n), "Service %s/%s: expected node %s gone from the backends of cloud load balancer %s (%s), saw backends %v",
+						svc.Namespace, svc.Name, n, cloud.Name, why, got)
+				}
+			}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
+		}
+
+		addMachine := func(ctx context.Context) *framework.Machine {
+			m, err := f.Machines.Add(ctx, framework.MachineRequest{})
+			Expect(err).NotTo(HaveOccurred(), "adding a machine")
+			DeferCleanup(f.Machines.Delete, m.Name)
+			return m
+		}
+
+		// Readiness is no rule of the service controller's stable node
+		// set: a NotReady backend stays. The controller does not sync on a
+		// readiness change, so a node joining afterwards makes it hand the
+		// cloud its node set again, with the NotReady node in it.
+		It("keeps a backend node that goes NotReady among the backends when the node set changes", func(ctx SpecContext) {
+			f.RequireMachines()
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			svc := l.create(ctx, "web", nil)
+			l.waitForIngress(ctx, "web")
+			victim := addMachine(ctx)
+			backendsWith(ctx, svc, []string{victim.Name}, nil, "it joined and is Ready")
+
+			victim.Kubelet.Stop()
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				n, err := v.Node(victim.Name)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", victim.Name)
+				g.Expect(framework.Ready(n)).To(BeFalse(), "node %s: expected NotReady once its kubelet went silent, saw Ready", victim.Name)
+			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
+
+			// The control: the CCM hands the cloud the new node set.
+			joiner := addMachine(ctx)
+			backendsWith(ctx, svc, []string{joiner.Name, victim.Name}, nil,
+				fmt.Sprintf("node %s joined after node %s went NotReady, and readiness is no rule of the service controller", joiner.Name, victim.Name))
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+		})
+
+		// The service controller does not sync on the taint alone, so a
+		// node-set change elsewhere follows each change of the taint.
+		It("drops a node tainted ToBeDeletedByClusterAutoscaler from the backends and takes it back once the taint is gone", func(ctx SpecContext) {
+			f.RequireMachines()
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			svc := l.create(ctx, "web", nil)
+			l.waitForIngress(ctx, "web")
+			victim := addMachine(ctx)
+			backendsWith(ctx, svc, []string{victim.Name}, nil, "it joined and is Ready")
+
+			taint := corev1.Taint{Key: framework.ToBeDeletedTaint, Value: "1700000000", Effect: corev1.TaintEffectNoSchedule}
+			Expect(f.SetNodeTaint(ctx, victim.Name, taint, true)).To(Succeed(), "node %s: tainting it %s", victim.Name, taint.Key)
+			DeferCleanup(f.SetNodeTaint, victim.Name, taint, false)
+			joiner := addMachine(ctx)
+			backendsWith(ctx, svc, []string{joiner.Name}, []string{victim.Name},
+				fmt.Sprintf("node %s is tainted %s, and node %s joined after", victim.Name, taint.Key, joiner.Name))
+
+			Expect(f.SetNodeTaint(ctx, victim.Name, taint, false)).To(Succeed(), "node %s: removing taint %s", victim.Name, taint.Key)
+			Expect(f.Machines.Delete(ctx, joiner.Name)).To(Succeed(), "deleting machine %s", joiner.Name)
+			backendsWith(ctx, svc, []string{victim.Name}, []string{joiner.Name},
+				fmt.Sprintf("node %s is no longer tainted %s, and node %s left after", victim.Name, taint.Key, joiner.Name))
+			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
 		})
 
 		It("drops a node labelled node.kubernetes.io/exclude-from-external-load-balancers from the backends", func(ctx SpecContext) {

@@ -8,12 +8,15 @@
 package cloud
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -130,8 +133,21 @@ func NewWithClient(client *cloudapi.Client, defects Defects) *Cloud {
 }
 
 // Initialize is called by the CCM before the controllers start. The
-// reference provider needs no Kubernetes client of its own.
-func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+// reference provider needs no Kubernetes client of its own; only the
+// defect ignore-autoscaler-taint takes one, to read the Nodes.
+func (c *Cloud) Initialize(builder cloudprovider.ControllerClientBuilder, _ <-chan struct{}) {
+	if !c.defects.Has(DefectIgnoreAutoscalerTaint) || builder == nil {
+		return
+	}
+	client := builder.ClientOrDie("reference-cloud-provider")
+	c.loadBalancers.listNodes = func(ctx context.Context) ([]v1.Node, error) {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}
+}
 
 // LoadBalancer returns the load balancer implementation.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.loadBalancers, true }

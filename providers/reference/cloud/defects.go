@@ -27,6 +27,15 @@ const (
 	// DefectBackendsAllInstances makes every instance of the cloud a load
 	// balancer backend, instead of the nodes the service controller chose.
 	DefectBackendsAllInstances Defect = "backends-all-instances"
+	// DefectDropNotReadyBackends leaves NotReady nodes out of a load
+	// balancer's backends whenever it is created or updated, as a cloud
+	// that filters on readiness would; the service controller keeps them.
+	DefectDropNotReadyBackends Defect = "drop-notready-backends"
+	// DefectIgnoreAutoscalerTaint puts the nodes tainted
+	// ToBeDeletedByClusterAutoscaler back among a load balancer's
+	// backends, as a CCM that picks its own nodes without that rule would.
+	// (It reads the Nodes through the client Initialize is given.)
+	DefectIgnoreAutoscalerTaint Defect = "ignore-autoscaler-taint"
 	// DefectIgnoreSourceRanges opens load balancers to every client,
 	// whatever the Service's loadBalancerSourceRanges say.
 	DefectIgnoreSourceRanges Defect = "ignore-source-ranges"
@@ -61,7 +70,8 @@ const (
 func KnownDefects() []Defect {
 	return []Defect{
 		DefectWrongZone, DefectNoIPv6, DefectStaleAddresses,
-		DefectKeepLBOnDelete, DefectBackendsAllInstances, DefectIgnoreSourceRanges,
+		DefectKeepLBOnDelete, DefectBackendsAllInstances, DefectDropNotReadyBackends, DefectIgnoreAutoscalerTaint,
+		DefectIgnoreSourceRanges,
 		DefectWrongRouteCIDR, DefectKeepRoutes,
 		DefectInstanceExistsAlways, DefectNoShutdown, DefectStoppedInstanceGone, DefectZoneCGone,
 		DefectServiceOutsideMigration,

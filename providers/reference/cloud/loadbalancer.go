@@ -20,6 +20,10 @@ import (
 type loadBalancers struct {
 	client  *cloudapi.Client
 	defects Defects
+	// listNodes reads the cluster's Nodes; set by Initialize only for
+	// DefectIgnoreAutoscalerTaint, which needs the nodes the service
+	// controller left out.
+	listNodes func(context.Context) ([]v1.Node, error)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -116,7 +120,21 @@ func (l *loadBalancers) spec(ctx context.Context, service *v1.Service, nodes []*
 		}
 	} else {
 		for _, n := range nodes {
+			if l.defects.Has(DefectDropNotReadyBackends) && !nodeReady(n) {
+				continue
+			}
 			spec.Backends = append(spec.Backends, n.Name)
+		}
+	}
+	if l.defects.Has(DefectIgnoreAutoscalerTaint) && l.listNodes != nil {
+		all, err := l.listNodes(ctx)
+		if err != nil {
+			return spec, fmt.Errorf("listing nodes: %w", err)
+		}
+		for i := range all {
+			if autoscalerTainted(&all[i]) && !slices.Contains(spec.Backends, all[i].Name) {
+				spec.Backends = append(spec.Backends, all[i].Name)
+			}
 		}
 	}
 
@@ -158,4 +176,22 @@ func status(lb *cloudapi.LoadBalancer) *v1.LoadBalancerStatus {
 		return &v1.LoadBalancerStatus{}
 	}
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.IngressIP}}}
+}
+
+// nodeReady reports whether the node's Ready condition is True.
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// toBeDeletedTaint is the cluster autoscaler's taint on a node it is about
+// to delete.
+const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+func autoscalerTainted(n *v1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == toBeDeletedTaint })
 }

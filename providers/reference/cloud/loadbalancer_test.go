@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,6 +41,8 @@ func TestEnsureLoadBalancer(t *testing.T) {
 		defects []Defect
 		service *v1.Service
 		nodes   []*v1.Node
+		// cluster is every Node, as ignore-autoscaler-taint reads them.
+		cluster []v1.Node
 		want    cloudapi.LoadBalancerSpec
 		wantErr string
 	}{
@@ -90,6 +93,33 @@ func TestEnsureLoadBalancer(t *testing.T) {
 				Ports: []cloudapi.Port{{Protocol: "TCP", Port: 80, NodePort: 30080}}, Backends: []string{"n1", "n2", "n3"}, SourceRanges: []string{}},
 		},
 		{
+			name:    "NotReady nodes stay backends",
+			service: service(nil),
+			nodes:   []*v1.Node{readyNode("n1", true), readyNode("n2", false)},
+			want: cloudapi.LoadBalancerSpec{ServiceNamespace: "ns", ServiceName: "web",
+				Ports: []cloudapi.Port{{Protocol: "TCP", Port: 80, NodePort: 30080}}, Backends: []string{"n1", "n2"}, SourceRanges: []string{}},
+		},
+		{
+			name:    "drop-notready-backends",
+			defects: []Defect{DefectDropNotReadyBackends},
+			service: service(nil),
+			nodes:   []*v1.Node{readyNode("n1", true), readyNode("n2", false)},
+			want: cloudapi.LoadBalancerSpec{ServiceNamespace: "ns", ServiceName: "web",
+				Ports: []cloudapi.Port{{Protocol: "TCP", Port: 80, NodePort: 30080}}, Backends: []string{"n1"}, SourceRanges: []string{}},
+		},
+		{
+			name:    "ignore-autoscaler-taint",
+			defects: []Defect{DefectIgnoreAutoscalerTaint},
+			service: service(nil),
+			nodes:   nodes("n1"),
+			cluster: []v1.Node{*readyNode("n1", true), *readyNode("n2", true), {
+				ObjectMeta: metav1.ObjectMeta{Name: "n3"},
+				Spec:       v1.NodeSpec{Taints: []v1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Effect: v1.TaintEffectNoSchedule}}},
+			}},
+			want: cloudapi.LoadBalancerSpec{ServiceNamespace: "ns", ServiceName: "web",
+				Ports: []cloudapi.Port{{Protocol: "TCP", Port: 80, NodePort: 30080}}, Backends: []string{"n1", "n3"}, SourceRanges: []string{}},
+		},
+		{
 			name:    "ignore-source-ranges",
 			defects: []Defect{DefectIgnoreSourceRanges},
 			service: service(func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} }),
@@ -116,6 +146,9 @@ func TestEnsureLoadBalancer(t *testing.T) {
 			ctx := t.Context()
 			for _, n := range []string{"n1", "n2", "n3"} {
 				mustCreate(t, admin, cloudapi.CreateInstanceRequest{Name: n})
+			}
+			if tt.cluster != nil {
+				c.loadBalancers.listNodes = func(context.Context) ([]v1.Node, error) { return tt.cluster, nil }
 			}
 			lbs, _ := c.LoadBalancer()
 
@@ -200,4 +233,13 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 			t.Errorf("after an update of a deleted load balancer: exists=%v, %v; want it still gone", exists, err)
 		}
 	}
+}
+
+func readyNode(name string, ready bool) *v1.Node {
+	status := v1.ConditionFalse
+	if ready {
+		status = v1.ConditionTrue
+	}
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: status}}}}
 }

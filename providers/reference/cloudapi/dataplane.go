@@ -21,7 +21,10 @@ import (
 // is relayed through one connected socket per client address.
 
 const (
-	dialTimeout    = 2 * time.Second
+	dialTimeout = 2 * time.Second
+	// deniedHold is how long a client outside a load balancer's source
+	// ranges is held without an answer, as a dropping firewall would.
+	deniedHold     = 30 * time.Second
 	udpIdleTimeout = 30 * time.Second
 	maxUDPSessions = 1024
 	maxUDPPacket   = 64 * 1024
@@ -336,6 +339,11 @@ func (l *tcpListener) serve() {
 func (l *tcpListener) handle(client net.Conn) {
 	remote, _ := client.RemoteAddr().(*net.TCPAddr)
 	if remote == nil || !l.rt.allowed(remote.AddrPort().Addr()) {
+		// A cloud firewall drops a client outside the source ranges: it
+		// hears nothing back until it gives up. Hold the connection silent
+		// until the client closes it, for deniedHold at most.
+		_ = client.SetReadDeadline(time.Now().Add(deniedHold))
+		_, _ = io.Copy(io.Discard, client)
 		_ = client.Close()
 		return
 	}
