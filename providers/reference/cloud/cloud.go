@@ -131,7 +131,11 @@ func NewWithClient(client *cloudapi.Client, defects Defects) *Cloud {
 
 // Initialize is called by the CCM before the controllers start. The
 // reference provider needs no Kubernetes client of its own.
-func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	if c.defects.Has(DefectServeEveryClass) {
+		go c.loadBalancers.serveEveryClass(clientBuilder, stop)
+	}
+}
 
 // LoadBalancer returns the load balancer implementation.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.loadBalancers, true }
