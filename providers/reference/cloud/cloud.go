@@ -8,6 +8,7 @@
 package cloud
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -132,6 +133,9 @@ func NewWithClient(client *cloudapi.Client, defects Defects) *Cloud {
 // Initialize is called by the CCM before the controllers start. The
 // reference provider needs no Kubernetes client of its own.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	if c.defects.Has(DefectInstancesCachedAtStart) {
+		c.instances.fillCache(context.Background())
+	}
 	if c.defects.Has(DefectServeEveryClass) {
 		go c.loadBalancers.serveEveryClass(clientBuilder, stop)
 	}

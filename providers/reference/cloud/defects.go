@@ -73,7 +73,7 @@ const (
 	// the cloud does not list it, instead of leaving the node tainted.
 	DefectTrustNodeIP Defect = "trust-node-ip"
 	// DefectInstancesCachedAtStart looks instances up by name in the list
-	// the cloud gave on the first lookup, never refreshed, so a machine
+	// the cloud gave when the CCM started, never refreshed, so a machine
 	// that joins later is never found.
 	DefectInstancesCachedAtStart Defect = "instances-cached-at-start"
 	// DefectErrorMeansGone reports an instance as gone whenever the cloud

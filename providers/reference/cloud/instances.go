@@ -27,7 +27,7 @@ type instances struct {
 	// the stale-addresses defect uses it.
 	mu             sync.Mutex
 	firstAddresses map[string][]v1.NodeAddress
-	// cached holds the instances of the first lookup by name; only the
+	// cached holds the instances listed when the CCM started; only the
 	// instances-cached-at-start defect uses it.
 	cached []cloudapi.Instance
 }
@@ -82,7 +82,20 @@ func (i *instances) lookupByName(ctx context.Context, name types.NodeName) (*clo
 	return in, nil
 }
 
-// cachedByName finds an instance in the list of the first lookup.
+// fillCache lists the instances once, when the CCM starts (the
+// instances-cached-at-start defect); a failure leaves the cache to the
+// first lookup.
+func (i *instances) fillCache(ctx context.Context) {
+	list, err := i.client.ListInstances(ctx)
+	if err != nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.cached = append([]cloudapi.Instance{}, list...)
+}
+
+// cachedByName finds an instance in the list of the CCM's start.
 func (i *instances) cachedByName(ctx context.Context, name types.NodeName) (*cloudapi.Instance, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
