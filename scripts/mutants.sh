@@ -8,5 +8,4 @@
 # passes against the null CCM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CCMC_NULL_CCM=1
 exec go test ./cmd/ccm-conformance -run 'TestIntegrationMutants$|TestIntegrationNullCCMPassesNothing$' -count=1 -v -timeout 40m

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -16,16 +15,8 @@ var nullCCMArgs = []string{"--controllers=-cloud-node-controller,-cloud-node-lif
 // The full suite against a CCM that never acts: every spec the profile
 // claims must fail, or be skipped with a stated reason; a spec that passes
 // would pass whatever the CCM does, and is named.
-//
-// Pending: until the fixes of the vacuous specs (issue 12, section 2) are
-// merged, some specs still pass against the null CCM, so the test runs only
-// with CCMC_NULL_CCM=1 (`make mutants` sets it); docs/mutants.md lists
-// them. Drop the gate once they fail.
 func TestIntegrationNullCCMPassesNothing(t *testing.T) {
 	skipUnlessIntegration(t)
-	if os.Getenv("CCMC_NULL_CCM") != "1" {
-		t.Skip("pending (docs/mutants.md): set CCMC_NULL_CCM=1 to run the full suite against the null CCM")
-	}
 	artifacts := t.TempDir()
 	profile := referenceProfile(t, t.TempDir(), nullCCMArgs, testbin.FailFast)
 	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
@@ -43,6 +34,9 @@ func TestIntegrationNullCCMPassesNothing(t *testing.T) {
 		switch c.Status {
 		case "failed":
 			failed++
+			if c.Failure != nil {
+				t.Logf("failed: %s: %s", shortSpec(c.Name), firstLine(c.Failure.Message))
+			}
 		case "skipped":
 			skipped++
 			if c.Skipped == nil || strings.TrimSpace(c.Skipped.Message) == "" {
