@@ -43,6 +43,10 @@ bench: ## Benchmarks: micro benchmarks, then whole runs and node initialization 
 soak: build ## The full conformance run N times (default N=20) against the reference provider; prints how many were green
 	@N="$(N)" scripts/soak.sh
 
+.PHONY: mutants
+mutants: ## The mutant corpus and the null CCM: every mutant caught, every spec killed, nothing passes a CCM that does nothing (docs/mutants.md)
+	@scripts/mutants.sh
+
 .PHONY: verify
 verify: ## gofmt, go vet, and the module's Kubernetes pins
 	@scripts/verify.sh

@@ -70,8 +70,16 @@ type defectCase struct {
 
 func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 	skipUnlessIntegration(t)
+	for _, tt := range defectCases() {
+		t.Run(tt.name, func(t *testing.T) { runDefectCase(t, tt) })
+	}
+}
+
+// defectCases is the table of TestIntegrationDefectsFailTheRightSpecs; the
+// mutant corpus counts the specs it fails as killed (mutants_test.go).
+func defectCases() []defectCase {
 	nodeMsg := []string{"node ccm-node-"}
-	tests := []defectCase{
+	return []defectCase{
 		{
 			name: "wrong zone and stale addresses", defects: "wrong-zone,stale-addresses",
 			labelFilter: "InstancesV2 && !NodeIPAnnotation",
@@ -189,9 +197,6 @@ func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 				}
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { runDefectCase(t, tt) })
 	}
 }
 

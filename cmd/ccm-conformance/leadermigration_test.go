@@ -24,13 +24,22 @@ import (
 // default migration configuration (docs/leader-migration.md).
 func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
 	skipUnlessIntegration(t)
+	for _, tt := range leaderMigrationDefectCases(t) {
+		t.Run(tt.name, func(t *testing.T) { runDefectCase(t, tt) })
+	}
+}
+
+// leaderMigrationDefectCases is the table of
+// TestIntegrationLeaderMigrationDefectsFailTheRightSpecs; the mutant corpus
+// counts the specs it fails as killed (mutants_test.go).
+func leaderMigrationDefectCases(t *testing.T) []defectCase {
 	const (
 		locked   = "keeps the migrated controllers stopped while another manager holds the migration lease"
 		overlap  = "never runs a migrated controller in two replicas at once"
 		rollback = "does not run a controller the configuration gives back to kube-controller-manager"
 		names    = "covers every cloud controller it runs with the migration lock of the configuration it ships"
 	)
-	tests := []defectCase{
+	return []defectCase{
 		{
 			name: "service controller outside the migration lease", defects: "service-outside-migration-lease",
 			labelFilter: "LeaderMigration",
@@ -70,9 +79,6 @@ func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
 						"kube-controller-manager's names (route-controller, not node-route-controller; service-controller, not service-lb-controller), which match no controller of the CCM"},
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { runDefectCase(t, tt) })
 	}
 }
 

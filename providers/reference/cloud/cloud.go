@@ -133,19 +133,28 @@ func NewWithClient(client *cloudapi.Client, defects Defects) *Cloud {
 }
 
 // Initialize is called by the CCM before the controllers start. The
-// reference provider needs no Kubernetes client of its own; only the
-// defect ignore-autoscaler-taint takes one, to read the Nodes.
-func (c *Cloud) Initialize(builder cloudprovider.ControllerClientBuilder, _ <-chan struct{}) {
-	if !c.defects.Has(DefectIgnoreAutoscalerTaint) || builder == nil {
+// reference provider needs no Kubernetes client of its own; only some
+// defects take one: ignore-autoscaler-taint (to read the Nodes) and
+// serve-every-class.
+func (c *Cloud) Initialize(builder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	if c.defects.Has(DefectInstancesCachedAtStart) {
+		c.instances.fillCache(context.Background())
+	}
+	if builder == nil {
 		return
 	}
-	client := builder.ClientOrDie("reference-cloud-provider")
-	c.loadBalancers.listNodes = func(ctx context.Context) ([]v1.Node, error) {
-		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
+	if c.defects.Has(DefectServeEveryClass) {
+		go c.loadBalancers.serveEveryClass(builder, stop)
+	}
+	if c.defects.Has(DefectIgnoreAutoscalerTaint) {
+		client := builder.ClientOrDie("reference-cloud-provider")
+		c.loadBalancers.listNodes = func(ctx context.Context) ([]v1.Node, error) {
+			list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return list.Items, nil
 		}
-		return list.Items, nil
 	}
 }
 

@@ -64,6 +64,62 @@ const (
 	// migrates it, so it runs while another manager holds the migration
 	// lease. (The reference-ccm main applies it.)
 	DefectServiceOutsideMigration Defect = "service-outside-migration-lease"
+
+	// The defects below make the mutant corpus (docs/mutants.md): each is
+	// a mistake a CCM author under deadline could make, and each is
+	// caught by at least one spec.
+
+	// DefectNoProviderID leaves the providerID out of instance metadata.
+	DefectNoProviderID Defect = "no-provider-id"
+	// DefectNoInstanceType leaves the instance type out of instance
+	// metadata.
+	DefectNoInstanceType Defect = "no-instance-type"
+	// DefectInternalIPsOnly reports only a node's InternalIP addresses,
+	// dropping its ExternalIP, Hostname and DNS names.
+	DefectInternalIPsOnly Defect = "internal-ips-only"
+	// DefectTrustNodeIP adds the node IP a kubelet announces
+	// (alpha.kubernetes.io/provided-node-ip) to the node's addresses when
+	// the cloud does not list it, instead of leaving the node tainted.
+	DefectTrustNodeIP Defect = "trust-node-ip"
+	// DefectInstancesCachedAtStart looks instances up by name in the list
+	// the cloud gave when the CCM started, never refreshed, so a machine
+	// that joins later is never found.
+	DefectInstancesCachedAtStart Defect = "instances-cached-at-start"
+	// DefectErrorMeansGone reports an instance as gone whenever the cloud
+	// answers a lookup with an error, so the lifecycle controller deletes
+	// NotReady Nodes during a cloud outage.
+	DefectErrorMeansGone Defect = "error-means-gone"
+	// DefectWrongIngressIP reports the address after the cloud's ingress
+	// IP as the Service's ingress, as a CCM that computes the address
+	// instead of reading it would.
+	DefectWrongIngressIP Defect = "wrong-ingress-ip"
+	// DefectPortsFixedAtCreate keeps the ports a load balancer was
+	// created with and ignores later changes to the Service's ports.
+	DefectPortsFixedAtCreate Defect = "ports-fixed-at-create"
+	// DefectDropUDPPorts gives the cloud only a Service's TCP ports.
+	DefectDropUDPPorts Defect = "drop-udp-ports"
+	// DefectWrongNodePort forwards each port to the node port after the
+	// Service's (an off-by-one), so no traffic reaches a backend.
+	DefectWrongNodePort Defect = "wrong-node-port"
+	// DefectNodePortFallback forwards a port without a node port
+	// (allocateLoadBalancerNodePorts: false) to the Service's port on the
+	// nodes instead of to none.
+	DefectNodePortFallback Defect = "node-port-fallback"
+	// DefectIgnoreHealthCheckPort never gives the cloud the Service's
+	// healthCheckNodePort.
+	DefectIgnoreHealthCheckPort Defect = "ignore-health-check-port"
+	// DefectServeEveryClass runs a loop of the CCM's own that gives every
+	// Service of type LoadBalancer a cloud load balancer, whatever its
+	// loadBalancerClass says.
+	DefectServeEveryClass Defect = "serve-every-class"
+	// DefectCreateRouteFails makes every CreateRoute fail, as a cloud
+	// whose route quota is used up would.
+	DefectCreateRouteFails Defect = "create-route-fails"
+	// DefectMigrationLeaseTriedOnce tries to take a lease only once an
+	// hour (leader election retry period 1h, lease 3h), so a CCM that
+	// finds the migration lease held at start never takes it over.
+	// (The reference-ccm main applies it.)
+	DefectMigrationLeaseTriedOnce Defect = "migration-lease-tried-once"
 )
 
 // KnownDefects returns every defect, in the order of the list above.
@@ -75,6 +131,11 @@ func KnownDefects() []Defect {
 		DefectWrongRouteCIDR, DefectKeepRoutes,
 		DefectInstanceExistsAlways, DefectNoShutdown, DefectStoppedInstanceGone, DefectZoneCGone,
 		DefectServiceOutsideMigration,
+		DefectNoProviderID, DefectNoInstanceType, DefectInternalIPsOnly, DefectTrustNodeIP,
+		DefectInstancesCachedAtStart, DefectErrorMeansGone,
+		DefectWrongIngressIP, DefectPortsFixedAtCreate, DefectDropUDPPorts, DefectWrongNodePort,
+		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass,
+		DefectCreateRouteFails, DefectMigrationLeaseTriedOnce,
 	}
 }
 

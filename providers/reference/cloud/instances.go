@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
@@ -25,6 +27,9 @@ type instances struct {
 	// the stale-addresses defect uses it.
 	mu             sync.Mutex
 	firstAddresses map[string][]v1.NodeAddress
+	// cached holds the instances listed when the CCM started; only the
+	// instances-cached-at-start defect uses it.
+	cached []cloudapi.Instance
 }
 
 var (
@@ -64,6 +69,9 @@ func (i *instances) lookupByProviderID(ctx context.Context, providerID string) (
 }
 
 func (i *instances) lookupByName(ctx context.Context, name types.NodeName) (*cloudapi.Instance, error) {
+	if i.defects.Has(DefectInstancesCachedAtStart) {
+		return i.cachedByName(ctx, name)
+	}
 	in, err := i.client.InstanceByName(ctx, string(name))
 	if cloudapi.IsNotFound(err) {
 		return nil, fmt.Errorf("instance named %s: %w", name, cloudprovider.InstanceNotFound)
@@ -72,6 +80,38 @@ func (i *instances) lookupByName(ctx context.Context, name types.NodeName) (*clo
 		return nil, fmt.Errorf("getting instance named %s: %w", name, err)
 	}
 	return in, nil
+}
+
+// fillCache lists the instances once, when the CCM starts (the
+// instances-cached-at-start defect); a failure leaves the cache to the
+// first lookup.
+func (i *instances) fillCache(ctx context.Context) {
+	list, err := i.client.ListInstances(ctx)
+	if err != nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.cached = append([]cloudapi.Instance{}, list...)
+}
+
+// cachedByName finds an instance in the list of the CCM's start.
+func (i *instances) cachedByName(ctx context.Context, name types.NodeName) (*cloudapi.Instance, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cached == nil {
+		list, err := i.client.ListInstances(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing instances: %w", err)
+		}
+		i.cached = append([]cloudapi.Instance{}, list...)
+	}
+	for _, in := range i.cached {
+		if in.Name == string(name) {
+			return &in, nil
+		}
+	}
+	return nil, fmt.Errorf("instance named %s: %w", name, cloudprovider.InstanceNotFound)
 }
 
 // InstanceExists reports whether the node's instance exists. A node whose
@@ -84,6 +124,8 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, er
 	switch {
 	case isInstanceNotFound(err):
 		klog.FromContext(ctx).V(2).Info("Instance of node not found", "node", klog.KObj(node))
+		return false, nil
+	case err != nil && i.defects.Has(DefectErrorMeansGone):
 		return false, nil
 	case err != nil:
 		return false, err
@@ -122,6 +164,15 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloud
 		Zone:          i.zoneName(in.Zone),
 		Region:        in.Region,
 	}
+	if i.defects.Has(DefectNoProviderID) {
+		md.ProviderID = ""
+	}
+	if i.defects.Has(DefectNoInstanceType) {
+		md.InstanceType = ""
+	}
+	if i.defects.Has(DefectTrustNodeIP) {
+		md.NodeAddresses = withProvidedNodeIPs(node, md.NodeAddresses)
+	}
 	klog.FromContext(ctx).V(4).Info("Instance metadata", "node", klog.KObj(node), "providerID", md.ProviderID,
 		"zone", md.Zone, "region", md.Region, "instanceType", md.InstanceType, "addresses", md.NodeAddresses)
 	return md, nil
@@ -138,6 +189,9 @@ func (i *instances) nodeAddresses(nodeName string, addrs []cloudapi.Address) []v
 				continue
 			}
 		}
+		if i.defects.Has(DefectInternalIPsOnly) && a.Type != string(v1.NodeInternalIP) {
+			continue
+		}
 		out = append(out, v1.NodeAddress{Type: v1.NodeAddressType(a.Type), Address: a.Address})
 	}
 	if i.defects.Has(DefectStaleAddresses) {
@@ -149,6 +203,19 @@ func (i *instances) nodeAddresses(nodeName string, addrs []cloudapi.Address) []v
 		i.firstAddresses[nodeName] = slices.Clone(out)
 	}
 	return out
+}
+
+// withProvidedNodeIPs adds each node IP the kubelet announces that addrs
+// lack, as an InternalIP (the trust-node-ip defect).
+func withProvidedNodeIPs(node *v1.Node, addrs []v1.NodeAddress) []v1.NodeAddress {
+	for ip := range strings.SplitSeq(node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr], ",") {
+		ip = strings.TrimSpace(ip)
+		if ip == "" || slices.ContainsFunc(addrs, func(a v1.NodeAddress) bool { return a.Address == ip }) {
+			continue
+		}
+		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	return addrs
 }
 
 func (i *instances) zoneName(zone string) string {

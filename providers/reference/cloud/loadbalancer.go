@@ -3,10 +3,14 @@ package cloud
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
@@ -45,7 +49,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	if err != nil {
 		return nil, false, fmt.Errorf("getting load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)
 	}
-	return status(lb), true, nil
+	return l.status(lb), true, nil
 }
 
 // EnsureLoadBalancer creates or updates the Service's load balancer so it
@@ -58,11 +62,16 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 	klog.FromContext(ctx).V(2).Info("Ensuring load balancer", "service", klog.KObj(service), "loadBalancer", name,
 		"ports", spec.Ports, "backends", spec.Backends, "sourceRanges", spec.SourceRanges, "healthCheckNodePort", spec.HealthCheckNodePort)
+	if l.defects.Has(DefectPortsFixedAtCreate) {
+		if existing, err := l.client.GetLoadBalancer(ctx, name); err == nil {
+			spec.Ports = existing.Ports
+		}
+	}
 	lb, err := l.client.EnsureLoadBalancer(ctx, name, spec)
 	if err != nil {
 		return nil, fmt.Errorf("ensuring load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)
 	}
-	return status(lb), nil
+	return l.status(lb), nil
 }
 
 // UpdateLoadBalancer updates the backends of the Service's load balancer.
@@ -107,7 +116,16 @@ func (l *loadBalancers) spec(ctx context.Context, service *v1.Service, nodes []*
 			return spec, fmt.Errorf("service %s/%s port %q: protocol %s is not supported by the reference cloud (only TCP and UDP)",
 				service.Namespace, service.Name, p.Name, p.Protocol)
 		}
-		spec.Ports = append(spec.Ports, cloudapi.Port{Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
+		nodePort := p.NodePort
+		switch {
+		case l.defects.Has(DefectDropUDPPorts) && p.Protocol == v1.ProtocolUDP:
+			continue
+		case l.defects.Has(DefectWrongNodePort) && nodePort != 0:
+			nodePort++
+		case l.defects.Has(DefectNodePortFallback) && nodePort == 0:
+			nodePort = p.Port
+		}
+		spec.Ports = append(spec.Ports, cloudapi.Port{Protocol: string(p.Protocol), Port: p.Port, NodePort: nodePort})
 	}
 
 	if l.defects.Has(DefectBackendsAllInstances) {
@@ -149,7 +167,9 @@ func (l *loadBalancers) spec(ctx context.Context, service *v1.Service, nodes []*
 	// With externalTrafficPolicy: Local only nodes with local endpoints
 	// should get traffic; kube-proxy tells which on the health check port.
 	_, hcPort := servicehelper.GetServiceHealthCheckPathPort(service)
-	spec.HealthCheckNodePort = hcPort
+	if !l.defects.Has(DefectIgnoreHealthCheckPort) {
+		spec.HealthCheckNodePort = hcPort
+	}
 	return spec, nil
 }
 
@@ -171,11 +191,61 @@ func sourceRanges(service *v1.Service) ([]string, error) {
 }
 
 // status is the Service status for a load balancer.
-func status(lb *cloudapi.LoadBalancer) *v1.LoadBalancerStatus {
+func (l *loadBalancers) status(lb *cloudapi.LoadBalancer) *v1.LoadBalancerStatus {
 	if lb.IngressIP == "" {
 		return &v1.LoadBalancerStatus{}
 	}
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.IngressIP}}}
+	ip := lb.IngressIP
+	if l.defects.Has(DefectWrongIngressIP) {
+		if addr, err := netip.ParseAddr(ip); err == nil {
+			ip = addr.Next().String()
+		}
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}
+}
+
+// serveEveryClass is the serve-every-class defect: a loop of the CCM's
+// own that ensures a cloud load balancer, without backends, for every
+// Service of type LoadBalancer that has a loadBalancerClass (the service
+// controller leaves those alone, as it should), and deletes it once the
+// Service is gone.
+func (l *loadBalancers) serveEveryClass(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	client, err := clientBuilder.Client("reference-every-class")
+	if err != nil {
+		klog.ErrorS(err, "serve-every-class: no client")
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }()
+	served := map[string]bool{}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		list, err := client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for i := range list.Items {
+			svc := &list.Items[i]
+			if svc.Spec.Type != v1.ServiceTypeLoadBalancer || svc.Spec.LoadBalancerClass == nil {
+				continue
+			}
+			name := cloudprovider.DefaultLoadBalancerName(svc)
+			seen[name] = true
+			spec, err := l.spec(ctx, svc, nil)
+			if err != nil {
+				continue
+			}
+			if _, err := l.client.EnsureLoadBalancer(ctx, name, spec); err == nil {
+				served[name] = true
+			}
+		}
+		for name := range served {
+			if !seen[name] && l.client.DeleteLoadBalancer(ctx, name) == nil {
+				delete(served, name)
+			}
+		}
+	}, time.Second)
 }
 
 // nodeReady reports whether the node's Ready condition is True.

@@ -46,6 +46,9 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 // have a route per IP family.
 func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
 	cidr := route.DestinationCIDR
+	if r.defects.Has(DefectCreateRouteFails) {
+		return fmt.Errorf("creating route %s to node %s: route quota exceeded", cidr, route.TargetNode)
+	}
 	if r.defects.Has(DefectWrongRouteCIDR) {
 		shifted, err := farBlock(cidr)
 		if err != nil {

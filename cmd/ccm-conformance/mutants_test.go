@@ -1,0 +1,256 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+)
+
+// A mutant is the reference provider with one defect switched on: a CCM
+// that gets one thing wrong, as its author might under deadline. Run with
+// the label filter, every spec in mustFail must fail; the mutant is killed
+// when at least one spec failed. docs/mutants.md keeps what `make mutants`
+// printed.
+type mutant struct {
+	defect      string // --reference-defects
+	labelFilter string
+	mustFail    []string // substrings of spec texts
+}
+
+// Label filters of the corpus.
+const (
+	nodeIPv4         = "NodeIPAnnotation && ReleaseBlocking"
+	instancesBlocker = "InstancesV2 && ReleaseBlocking && !NodeIPAnnotation"
+	// The load balancer specs without a capability of their own.
+	lbPlain = "LoadBalancer && !DataPath && !LeaderMigration && !ReleaseBlocking && !LoadBalancerUDP && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort"
+	lbCore  = "LoadBalancer && ReleaseBlocking && !LeaderMigration"
+)
+
+// mutants is the corpus of defects that no other test switches on. The
+// defect tables of TestIntegrationDefectsFailTheRightSpecs and
+// TestIntegrationLeaderMigrationDefectsFailTheRightSpecs are the rest of
+// it: they check that exactly their specs fail, so they are not run twice
+// here, only counted (corpusKills).
+var mutants = []mutant{
+	// Node addressing and node IPs.
+	{"no-provider-id", instancesBlocker, []string{"removes the uninitialized taint from every node and sets a providerID", "sets each node's providerID to its instance's"}},
+	{"no-instance-type", instancesBlocker, []string{"labels each node with its instance type"}},
+	{"instances-cached-at-start", "InstancesV2 && !ReleaseBlocking && !NodeIPAnnotation", []string{"initializes a node that joins while the CCM runs"}},
+	{"internal-ips-only", nodeIPv4, []string{"makes an IPv4 node IP the node's only InternalIP"}},
+	{"trust-node-ip", nodeIPv4, []string{"leaves a node whose node IP the cloud does not know tainted and uninitialized"}},
+	// Node lifecycle.
+	{"error-means-gone", "NodeLifecycle", []string{"keeps a NotReady Node while the cloud answers instance lookups with errors"}},
+	// Load balancers.
+	{"wrong-ingress-ip", lbCore, []string{"gives a new Service an ingress, the cleanup finalizer"}},
+	{"ports-fixed-at-create", lbCore, []string{"updates the cloud load balancer when the Service's ports change"}},
+	{"node-port-fallback", lbPlain, []string{"gives the cloud no node ports when allocateLoadBalancerNodePorts is false"}},
+	{"serve-every-class", lbPlain, []string{"leaves a Service with a loadBalancerClass alone"}},
+	{"ignore-health-check-port", "LoadBalancerHealthCheckNodePort", []string{"health-checks the Service's healthCheckNodePort"}},
+	{"drop-udp-ports", "LoadBalancerUDP", []string{"carries UDP ports", "carries TCP and UDP ports of one Service together", "delivers UDP traffic sent to the ingress"}},
+	{"wrong-node-port", "DataPath && !LoadBalancerUDP && !LoadBalancerSourceRanges", []string{"delivers TCP traffic sent to the ingress"}},
+	// Routes.
+	{"create-route-fails", "Routes && ReleaseBlocking", []string{"clears NodeNetworkUnavailable with reason RouteCreated"}},
+	// Leader migration.
+	{"migration-lease-tried-once", "LeaderMigration", []string{"takes the migration lease once its holder stops"}},
+}
+
+// corpusKills are the specs the defect tables fail, each checked there.
+func corpusKills(t *testing.T) map[string]string {
+	kills := map[string]string{}
+	for _, tt := range append(defectCases(), leaderMigrationDefectCases(t)...) {
+		if tt.defects == "" {
+			continue // a broken driver, not a mutant
+		}
+		for spec := range tt.failing {
+			kills[spec] = tt.defects
+		}
+	}
+	return kills
+}
+
+// mutantOutcome is what one mutant's run showed.
+type mutantOutcome struct {
+	m        mutant
+	caughtBy []string // spec texts that failed
+	message  string   // first line of the first failure
+	took     time.Duration
+}
+
+// The mutant corpus: every mutant is killed (some spec fails), each fails
+// the specs it names, and every spec of the suite is killed by at least
+// one mutant. It prints the table that docs/mutants.md keeps.
+func TestIntegrationMutants(t *testing.T) {
+	skipUnlessIntegration(t)
+	start := time.Now()
+	specs := listSpecs(t)
+	var outcomes []mutantOutcome
+	for _, m := range mutants {
+		t.Run(m.defect+" "+m.labelFilter, func(t *testing.T) {
+			outcomes = append(outcomes, runMutant(t, m))
+		})
+	}
+	killed := corpusKills(t)
+	for _, o := range outcomes {
+		for _, s := range o.caughtBy {
+			killed[s] = o.m.defect
+		}
+	}
+	var unkilled []string
+	for _, spec := range specs {
+		found := false
+		for s := range killed {
+			if strings.Contains(s, spec) || strings.Contains(spec, s) {
+				found = true
+			}
+		}
+		if !found {
+			unkilled = append(unkilled, spec)
+		}
+	}
+	fmt.Print(mutantTable(outcomes, time.Since(start)))
+	fmt.Print(defectTableRows(t))
+	for _, spec := range unkilled {
+		t.Errorf("no mutant kills spec %q", spec)
+	}
+}
+
+// runMutant runs the harness against one mutant on the shared cluster.
+func runMutant(t *testing.T, m mutant) mutantOutcome {
+	t.Helper()
+	began := time.Now()
+	artifacts := t.TempDir()
+	profile := referenceProfile(t, t.TempDir(), []string{"--reference-defects=" + m.defect}, testbin.FailFast)
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
+		"--cluster-dir", testbin.SharedCluster(t), "--label-filter", m.labelFilter)
+	out := mutantOutcome{m: m}
+	failed := map[string]string{}
+	for _, c := range readJUnit(t, artifacts) {
+		if c.Status != "failed" || c.Failure == nil {
+			continue
+		}
+		failed[c.Name] = c.Failure.Message
+		out.caughtBy = append(out.caughtBy, c.Name)
+	}
+	slices.Sort(out.caughtBy)
+	if len(out.caughtBy) == 0 {
+		t.Errorf("mutant %s survived: no spec failed (exit code %d)\nstdout:\n%s", m.defect, res.code, tail(res.stdout, 40))
+	}
+	for _, want := range m.mustFail {
+		found := false
+		for name, msg := range failed {
+			if strings.Contains(name, want) {
+				found = true
+				if out.message == "" {
+					out.message = firstLine(msg)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("mutant %s: spec %q did not fail", m.defect, want)
+		}
+	}
+	if out.message == "" && len(out.caughtBy) > 0 {
+		out.message = firstLine(failed[out.caughtBy[0]])
+	}
+	out.took = time.Since(began)
+	t.Logf("mutant %s (%s) took %s, caught by %d spec(s): %s; %s", m.defect, m.labelFilter, out.took.Round(time.Second),
+		len(out.caughtBy), strings.Join(out.caughtBy, "; "), out.message)
+	return out
+}
+
+// listSpecs returns the text of every spec the reference profile selects,
+// as `ccm-conformance list -o json` gives it, without its "[suite] " prefix.
+func listSpecs(t *testing.T) []string {
+	t.Helper()
+	res := runHarness(t, nil, "list", "-o", "json", "--provider", referenceProfile(t, t.TempDir(), nil, nil))
+	if res.code != 0 {
+		t.Fatalf("list: exit code %d: %s", res.code, res.stderr)
+	}
+	var list []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &list); err != nil {
+		t.Fatalf("list -o json: %v", err)
+	}
+	var specs []string
+	for _, s := range list {
+		text := s.Text
+		if i := strings.Index(text, "] "); strings.HasPrefix(text, "[") && i > 0 {
+			text = text[i+2:]
+		}
+		specs = append(specs, text)
+	}
+	if len(specs) == 0 {
+		t.Fatal("list gave no specs")
+	}
+	return specs
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
+
+// mutantTable is the Markdown table `make mutants` prints.
+func mutantTable(outcomes []mutantOutcome, took time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| mutant (--reference-defects) | label filter | specs that caught it | first line of the failure | run |\n| --- | --- | --- | --- | --- |\n")
+	for _, o := range outcomes {
+		var caught []string
+		for _, c := range o.caughtBy {
+			caught = append(caught, shortSpec(c))
+		}
+		if len(caught) == 0 {
+			caught = []string{"**none: survived**"}
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %.0fs |\n", o.m.defect, o.m.labelFilter, strings.Join(caught, "; "),
+			strings.ReplaceAll(o.message, "|", `\|`), o.took.Seconds())
+	}
+	fmt.Fprintf(&b, "\n%d mutants, all runs took %s\n", len(outcomes), took.Round(time.Second))
+	return b.String()
+}
+
+// shortSpec is the part of a spec's name after its Describe text.
+func shortSpec(name string) string {
+	for _, sep := range []string{"for each Service of type LoadBalancer ", "only under the migration lease ", "for every node's podCIDRs ",
+		"from its cloud instance ", "deleted or stopped in the cloud ", "a kubelet announces "} {
+		if i := strings.Index(name, sep); i >= 0 {
+			name = name[i+len(sep):]
+		}
+	}
+	name = strings.TrimPrefix(name, "data path ")
+	if i := strings.Index(name, " ["); i > 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// defectTableRows lists the defect tables' cases that the corpus counts,
+// for the same table.
+func defectTableRows(t *testing.T) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nCounted from the defect tables (each checked there that exactly these specs fail):\n\n| defects | label filter | specs that must fail |\n| --- | --- | --- |\n")
+	for _, tt := range append(defectCases(), leaderMigrationDefectCases(t)...) {
+		if tt.defects == "" {
+			continue
+		}
+		var specs []string
+		for spec := range tt.failing {
+			specs = append(specs, spec)
+		}
+		slices.Sort(specs)
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", tt.defects, tt.labelFilter, strings.Join(specs, "; "))
+	}
+	return b.String()
+}
