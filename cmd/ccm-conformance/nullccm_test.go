@@ -19,8 +19,11 @@ func TestIntegrationNullCCMPassesNothing(t *testing.T) {
 	skipUnlessIntegration(t)
 	artifacts := t.TempDir()
 	profile := referenceProfile(t, t.TempDir(), nullCCMArgs, testbin.FailFast)
+	// Every spec waits out its (fail-fast) timeouts here, so the run takes
+	// four lanes, each with a local cluster of its own, rather than the
+	// package's shared cluster, on which it would run one spec at a time.
 	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
-		"--cluster-dir", testbin.SharedCluster(t))
+		"--parallel", "4")
 	if res.code != 1 && res.code != 2 {
 		t.Fatalf("exit code %d, want 1 (specs failed) or 2\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
 	}
