@@ -70,10 +70,14 @@ type defectCase struct {
 
 func TestIntegrationDefectsFailTheRightSpecs(t *testing.T) {
 	skipUnlessIntegration(t)
-	for _, tt := range defectCases() {
-		t.Run(tt.name, func(t *testing.T) { runDefectCase(t, tt) })
-	}
+	testbin.EachOnSharedClusters(t, tableLanes, defectCases(), defectCase.caseName, runDefectCaseOn)
 }
+
+// tableLanes is how many runs of a defect or mutant table go on at once,
+// each on a shared cluster of its own.
+const tableLanes = 3
+
+func (tt defectCase) caseName() string { return tt.name }
 
 // defectCases is the table of TestIntegrationDefectsFailTheRightSpecs; the
 // mutant corpus counts the specs it fails as killed (mutants_test.go).
@@ -212,7 +216,12 @@ func brokenDriver(t *testing.T, arm string) string {
 	return path
 }
 
-func runDefectCase(t *testing.T, tt defectCase) {
+// runDefectCase runs one defect case on the package's shared cluster.
+func runDefectCase(t *testing.T, tt defectCase) { runDefectCaseOn(t, tt, testbin.SharedCluster(t)) }
+
+// runDefectCaseOn runs one defect case on the local cluster of clusterDir
+// and checks that exactly its specs failed, with the messages it names.
+func runDefectCaseOn(t *testing.T, tt defectCase, clusterDir string) {
 	artifacts := t.TempDir()
 	var extra []string
 	if tt.defects != "" {
@@ -235,7 +244,7 @@ func runDefectCase(t *testing.T, tt defectCase) {
 	} else {
 		profile = referenceProfile(t, t.TempDir(), extra, failFast)
 	}
-	args := []string{"run", "--provider", profile, "--artifacts", artifacts, "--cluster-dir", testbin.SharedCluster(t)}
+	args := []string{"run", "--provider", profile, "--artifacts", artifacts, "--cluster-dir", clusterDir}
 	if tt.labelFilter != "" {
 		args = append(args, "--label-filter", tt.labelFilter)
 	}

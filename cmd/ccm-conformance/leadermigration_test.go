@@ -24,9 +24,7 @@ import (
 // default migration configuration (docs/leader-migration.md).
 func TestIntegrationLeaderMigrationDefectsFailTheRightSpecs(t *testing.T) {
 	skipUnlessIntegration(t)
-	for _, tt := range leaderMigrationDefectCases(t) {
-		t.Run(tt.name, func(t *testing.T) { runDefectCase(t, tt) })
-	}
+	testbin.EachOnSharedClusters(t, tableLanes, leaderMigrationDefectCases(t), defectCase.caseName, runDefectCaseOn)
 }
 
 // leaderMigrationDefectCases is the table of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,12 +89,21 @@ func TestIntegrationMutants(t *testing.T) {
 	skipUnlessIntegration(t)
 	start := time.Now()
 	specs := listSpecs(t)
-	var outcomes []mutantOutcome
-	for _, m := range mutants {
-		t.Run(m.defect+" "+m.labelFilter, func(t *testing.T) {
-			outcomes = append(outcomes, runMutant(t, m))
+	var (
+		mu       sync.Mutex
+		outcomes []mutantOutcome
+	)
+	testbin.EachOnSharedClusters(t, tableLanes, mutants, func(m mutant) string { return m.defect + " " + m.labelFilter },
+		func(t *testing.T, m mutant, clusterDir string) {
+			o := runMutant(t, m, clusterDir)
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes = append(outcomes, o)
 		})
-	}
+	slices.SortFunc(outcomes, func(a, b mutantOutcome) int {
+		return slices.IndexFunc(mutants, func(m mutant) bool { return m.defect == a.m.defect }) -
+			slices.IndexFunc(mutants, func(m mutant) bool { return m.defect == b.m.defect })
+	})
 	killed := corpusKills(t)
 	for _, o := range outcomes {
 		for _, s := range o.caughtBy {
@@ -119,14 +129,14 @@ func TestIntegrationMutants(t *testing.T) {
 	}
 }
 
-// runMutant runs the harness against one mutant on the shared cluster.
-func runMutant(t *testing.T, m mutant) mutantOutcome {
+// runMutant runs the harness against one mutant on the cluster of clusterDir.
+func runMutant(t *testing.T, m mutant, clusterDir string) mutantOutcome {
 	t.Helper()
 	began := time.Now()
 	artifacts := t.TempDir()
 	profile := referenceProfile(t, t.TempDir(), []string{"--reference-defects=" + m.defect}, testbin.FailFast)
 	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
-		"--cluster-dir", testbin.SharedCluster(t), "--label-filter", m.labelFilter)
+		"--cluster-dir", clusterDir, "--label-filter", m.labelFilter)
 	out := mutantOutcome{m: m}
 	failed := map[string]string{}
 	for _, c := range readJUnit(t, artifacts) {

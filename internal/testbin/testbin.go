@@ -59,11 +59,11 @@ func Main(m *testing.M, dir *string, pkgs ...string) int {
 	return m.Run()
 }
 
-// The local cluster the tests of one test binary share (SharedCluster).
+// The local clusters the tests of one test binary share: SharedCluster is
+// the first of them, EachOnSharedClusters uses the others too.
 var shared struct {
-	once    sync.Once
-	cluster *local.Cluster
-	err     error
+	mu       sync.Mutex
+	clusters []*local.Cluster
 }
 
 // SharedCluster returns the directory of a local cluster that every test
@@ -73,35 +73,69 @@ var shared struct {
 // the test binary.
 func SharedCluster(t testing.TB) string {
 	t.Helper()
-	shared.once.Do(func() {
+	return sharedCluster(t, 0)
+}
+
+// sharedCluster returns the i-th shared cluster, starting it (and any
+// before it) on first use.
+func sharedCluster(t testing.TB, i int) string {
+	t.Helper()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	for len(shared.clusters) <= i {
 		dir, err := os.MkdirTemp("/tmp", "ccmc-cluster-")
 		if err != nil {
-			shared.err = err
-			return
+			t.Fatalf("starting shared local cluster %d: %v", len(shared.clusters), err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-		defer cancel()
-		shared.cluster, shared.err = local.Start(ctx, local.Options{Dir: dir, Progress: os.Stderr})
-		if shared.err != nil {
+		c, err := local.Start(ctx, local.Options{Dir: dir, Progress: os.Stderr})
+		cancel()
+		if err != nil {
 			os.RemoveAll(dir)
+			t.Fatalf("starting shared local cluster %d: %v", len(shared.clusters), err)
 		}
-	})
-	if shared.err != nil {
-		t.Fatalf("starting the shared local cluster: %v", shared.err)
+		shared.clusters = append(shared.clusters, c)
 	}
-	return shared.cluster.Dir()
+	return shared.clusters[i].Dir()
+}
+
+// EachOnSharedClusters runs run for every case as a subtest of t, on up to
+// n shared clusters at once: each subtest has a cluster to itself for as
+// long as it runs, and gets it as clusterDir. The harness runs of defect
+// and mutant tables mostly wait (a failing spec sits out its timeout), so
+// running a few side by side shortens the tables without crowding two
+// cores. It returns when every subtest has ended.
+func EachOnSharedClusters[T any](t *testing.T, n int, cases []T, name func(T) string, run func(t *testing.T, c T, clusterDir string)) {
+	t.Helper()
+	free := make(chan string, n)
+	for i := range n {
+		free <- sharedCluster(t, i)
+	}
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		dir := <-free
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { free <- dir }()
+			t.Run(name(c), func(t *testing.T) { run(t, c, dir) })
+		}()
+	}
+	wg.Wait()
 }
 
 func stopSharedCluster() {
-	if shared.cluster == nil {
-		return
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	for _, c := range shared.clusters {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := c.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping shared local cluster %s: %v\n", c.Dir(), err)
+		}
+		cancel()
+		os.RemoveAll(c.Dir())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := shared.cluster.Stop(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping the shared local cluster: %v\n", err)
-	}
-	os.RemoveAll(shared.cluster.Dir())
+	shared.clusters = nil
 }
 
 // ReferenceProfile writes a copy of the reference profile into dir as
