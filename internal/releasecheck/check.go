@@ -277,10 +277,9 @@ func CheckSource(ctx context.Context, src *Source, opts Options) (*Report, error
 	}
 
 	// RG6, RG7: run the binary.
-	runnable := bin != "" && cf.Platform().String() == opts.Platform
-	if runnable && cf.OS != runtime.GOOS {
-		runnable = false
-	}
+	// Run only a binary of this machine's platform, whichever image of an
+	// index was picked.
+	runnable := bin != "" && cf.OS == runtime.GOOS && cf.Architecture == runtime.GOARCH
 	var versionOut, helpOut string
 	var versionErr, helpErr error
 	if runnable {

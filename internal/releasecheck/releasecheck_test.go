@@ -273,6 +273,19 @@ func TestReleaseCheck(t *testing.T) {
 			want: map[string]Status{RuleVersion: Pass, RuleMultiArch: Pass},
 		},
 		{
+			// The index's other image is labelled arm64 (its binary is this
+			// machine's): it is checked but not run.
+			name: "the arm64 image of an index, on another machine",
+			ref: func(t *testing.T) string {
+				if runtime.GOARCH != "amd64" {
+					t.Skip("needs an amd64 machine")
+				}
+				return writeLayout(t, nil, index(ref, arm64()))
+			},
+			opts: Options{Platform: "linux/arm64"},
+			want: map[string]Status{RuleNonRoot: Pass, RuleEntrypoint: Pass, RuleVersion: Warn, RuleFlags: Warn, RuleLibraries: Pass, RuleMultiArch: Pass},
+		},
+		{
 			name: "an index without arm64",
 			ref:  func(t *testing.T) string { return writeLayout(t, nil, index(ref)) },
 			want: map[string]Status{RuleMultiArch: Warn},

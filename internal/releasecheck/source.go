@@ -108,7 +108,10 @@ func open(ctx context.Context, ref, platform string) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a directory, a tarball or an image name: %w", err)
 	}
-	img, err := daemon.Image(r, daemon.WithContext(ctx), daemon.WithFileBufferedOpener())
+	// Buffered in memory: the file-backed opener leaves its copy of the
+	// image in the temporary directory until a garbage collection, which a
+	// short command never reaches.
+	img, err := daemon.Image(r, daemon.WithContext(ctx), daemon.WithBufferedOpener())
 	if err != nil {
 		return nil, fmt.Errorf("not in the local Docker engine (nothing is pulled: load it first, or name a tarball or oci-layout:DIR): %w", err)
 	}
