@@ -182,7 +182,7 @@ func (r *Report) Item(id string) (Item, bool) {
 func Check(ctx context.Context, ref string, opts Options) (*Report, error) {
 	opts = opts.withDefaults()
 	if opts.KubernetesVersion != "" {
-		if _, err := parseVersion(opts.KubernetesVersion); err != nil {
+		if _, err := ParseKubernetesVersion(opts.KubernetesVersion); err != nil {
 			return nil, fmt.Errorf("kubernetes version %q: %w", opts.KubernetesVersion, err)
 		}
 	}

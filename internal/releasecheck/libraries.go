@@ -38,9 +38,9 @@ func moduleVersion(info *buildinfo.BuildInfo, module string) string {
 	return ""
 }
 
-// parseVersion reads a Kubernetes version, v1.N or v1.N.P (a leading "v"
-// optional), and returns it as semver with the leading "v".
-func parseVersion(s string) (string, error) {
+// ParseKubernetesVersion reads a Kubernetes version, v1.N or v1.N.P (a
+// leading "v" optional), and returns it with the leading "v".
+func ParseKubernetesVersion(s string) (string, error) {
 	v := s
 	if !strings.HasPrefix(v, "v") {
 		v = "v" + v
@@ -88,7 +88,7 @@ func checkLibraries(info *buildinfo.BuildInfo, claim, claimSource string) (Statu
 	if claim == "" {
 		return Warn, fmt.Sprintf("built with %s; no Kubernetes version claimed (--kubernetes-version, label %s, or a KEP-1771 version label v1.N.P)", built, LabelK8sVersion)
 	}
-	want, err := parseVersion(claim)
+	want, err := ParseKubernetesVersion(claim)
 	if err != nil {
 		return Fail, fmt.Sprintf("claimed Kubernetes version %q (%s): %v", claim, claimSource, err)
 	}

@@ -18,8 +18,14 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/internal/images"
 )
 
-// oldLibsVersion is the version testdata/oldlibs serves its stub modules as.
-const oldLibsVersion = "v0.30.0"
+const (
+	// oldLibsVersion is the version testdata/oldlibs serves its stub
+	// modules as.
+	oldLibsVersion = "v0.30.0"
+	// oldCCMBuildTimeout bounds the go build of the stand-in CCM (a second
+	// or two; the machine is shared).
+	oldCCMBuildTimeout = 5 * time.Minute
+)
 
 // buildOldCCM builds testdata/oldlibs/ccm against stub k8s.io/cloud-provider
 // and k8s.io/client-go modules served as v0.30.0 from a file:// GOPROXY
@@ -75,7 +81,7 @@ func buildOldCCM(t *testing.T) string {
 	os.WriteFile(filepath.Join(src, "go.mod"), gomod, 0o644)
 
 	bin := filepath.Join(tmp, "old-ccm")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), oldCCMBuildTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
 	cmd.Dir = src

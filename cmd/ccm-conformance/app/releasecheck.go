@@ -49,6 +49,11 @@ Exit codes: 0 no item failed (warnings allowed), 1 an item failed, 2 bad input
 			if output != "text" && output != "json" {
 				return badInput(fmt.Errorf("--output %q: want text or json", output))
 			}
+			if opts.KubernetesVersion != "" {
+				if _, err := releasecheck.ParseKubernetesVersion(opts.KubernetesVersion); err != nil {
+					return badInput(fmt.Errorf("--kubernetes-version %q: %w", opts.KubernetesVersion, err))
+				}
+			}
 			rep, err := releasecheck.Check(cmd.Context(), image, opts)
 			var ie *releasecheck.InputError
 			switch {

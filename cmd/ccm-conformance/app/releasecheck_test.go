@@ -25,7 +25,7 @@ func TestReleaseCheckBadInput(t *testing.T) {
 		{"corrupt tarball", []string{"release-check", "--image", corrupt}, corrupt},
 		{"missing layout", []string{"release-check", "--image", "oci-layout:" + filepath.Join(dir, "nope")}, "oci-layout:" + filepath.Join(dir, "nope")},
 		{"bad output", []string{"release-check", "--image", corrupt, "-o", "yaml"}, `--output "yaml"`},
-		{"bad kubernetes version", []string{"release-check", "--image", corrupt, "--kubernetes-version", "banana"}, `"banana"`},
+		{"bad kubernetes version", []string{"release-check", "--image", corrupt, "--kubernetes-version", "banana"}, `--kubernetes-version "banana"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr strings.Builder
