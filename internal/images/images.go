@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -238,7 +239,11 @@ func goBuild(ctx context.Context, opts Options, dir string) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, goBuildTimeout)
 	defer cancel()
-	command := []string{"go", "build", "-trimpath", "-o", dir + string(filepath.Separator)}
+	command := []string{"go", "build", "-trimpath"}
+	if ldflags := versionLDFlags(opts); ldflags != "" {
+		command = append(command, "-ldflags="+ldflags)
+	}
+	command = append(command, "-o", dir+string(filepath.Separator))
 	for _, t := range opts.Targets {
 		command = append(command, t.Package)
 	}
@@ -259,6 +264,34 @@ func goBuild(ctx context.Context, opts Options, dir string) error {
 	}
 	fmt.Fprintf(opts.Progress, "images: built the binaries in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// componentBaseVersion is the package whose variables a binary made with
+// k8s.io/component-base prints for --version ("Kubernetes v1.2.3").
+const componentBaseVersion = "k8s.io/component-base/version"
+
+// semverVersion is a version k8s.io/component-base can parse: vMAJOR.MINOR.PATCH,
+// with an optional pre-release and build.
+var semverVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+
+// versionLDFlags stamps the image's version into k8s.io/component-base's
+// version variables, the way Kubernetes' own builds do, so that a CCM's
+// --version prints the version its image is labelled with (a binary that
+// does not link the package ignores them). Only a semantic version is
+// stamped: component-base parses it at start-up and cannot take a bare
+// commit ("87f71ad"), so an untagged build keeps component-base's default.
+func versionLDFlags(opts Options) string {
+	if !semverVersion.MatchString(opts.Version) {
+		return ""
+	}
+	flags := []string{
+		"-X " + componentBaseVersion + ".gitVersion=" + opts.Version,
+		"-X " + componentBaseVersion + ".buildDate=" + opts.Created.UTC().Format("2006-01-02T15:04:05Z"),
+	}
+	if opts.Revision != "" {
+		flags = append(flags, "-X "+componentBaseVersion+".gitCommit="+opts.Revision)
+	}
+	return strings.Join(flags, " ")
 }
 
 // checkStatic makes sure an executable needs no dynamic loader, since the

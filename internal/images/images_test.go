@@ -309,3 +309,23 @@ func mustTag(t *testing.T, s string) *name.Tag {
 	}
 	return &tag
 }
+
+func TestVersionLDFlags(t *testing.T) {
+	created := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		version, revision, want string
+	}{
+		{"v1.37.0", "abc", "-X k8s.io/component-base/version.gitVersion=v1.37.0 -X k8s.io/component-base/version.buildDate=2026-12-01T12:00:00Z -X k8s.io/component-base/version.gitCommit=abc"},
+		{"v0.1.0-3-gabcdef0-dirty", "", "-X k8s.io/component-base/version.gitVersion=v0.1.0-3-gabcdef0-dirty -X k8s.io/component-base/version.buildDate=2026-12-01T12:00:00Z"},
+		// component-base parses the version at start-up: a bare commit or
+		// "devel" is not stamped.
+		{"e420145", "abc", ""},
+		{"e420145-dirty", "abc", ""},
+		{"devel", "", ""},
+		{"1.2.3", "", ""},
+	} {
+		if got := versionLDFlags(Options{Version: tt.version, Revision: tt.revision, Created: created}); got != tt.want {
+			t.Errorf("versionLDFlags(%q) = %q, want %q", tt.version, got, tt.want)
+		}
+	}
+}

@@ -76,6 +76,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newTestGridConfigCommand(stdout),
 		newClusterCommand(stdout, stderr),
 		newVersionCommand(stdout),
+		newReleaseCheckCommand(stdout),
 	)
 	return root
 }

@@ -1,0 +1,3 @@
+module k8s.io/client-go
+
+go 1.22
