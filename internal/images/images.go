@@ -85,7 +85,8 @@ type Options struct {
 	Repository string
 	// Version tags each image (besides LatestTag) and is
 	// org.opencontainers.image.version. Default `git describe --tags
-	// --always --dirty` in RepoDir, else "devel".
+	// --always --dirty` in RepoDir, made a semantic version when no tag
+	// is reachable (DescribeVersion), else "v0.0.0-devel".
 	Version string
 	// Revision is org.opencontainers.image.revision. Default `git
 	// rev-parse HEAD`; left out when unknown.
@@ -143,9 +144,9 @@ func (o Options) withDefaults(ctx context.Context) (Options, error) {
 		o.Targets = ReferenceTargets()
 	}
 	if o.Version == "" {
-		o.Version = "devel"
+		o.Version = "v0.0.0-devel"
 		if v, err := git(ctx, o.RepoDir, "describe", "--tags", "--always", "--dirty"); err == nil && v != "" {
-			o.Version = v
+			o.Version = DescribeVersion(v)
 		}
 	}
 	if o.Revision == "" {
@@ -369,6 +370,19 @@ func load(ctx context.Context, opts Options, b Built) error {
 		}
 	}
 	return nil
+}
+
+// DescribeVersion makes git describe's output a semantic version, which a
+// CCM's --version can print (k8s.io/component-base parses its version at
+// start-up, and the release check compares it with the image's label): a
+// tag ("v1.2.3", "v1.2.3-4-gabcdef0") stays as it is; a bare commit, from a
+// checkout without tags, becomes the pre-release "v0.0.0-abcdef0"
+// ("-dirty" kept).
+func DescribeVersion(describe string) string {
+	if strings.HasPrefix(describe, "v") && semverVersion.MatchString(describe) {
+		return describe
+	}
+	return "v0.0.0-" + describe
 }
 
 // TagFor turns a version (git describe's output) into a Docker tag:

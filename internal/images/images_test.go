@@ -329,3 +329,21 @@ func TestVersionLDFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribeVersion(t *testing.T) {
+	for _, tt := range []struct{ describe, want string }{
+		{"v1.2.3", "v1.2.3"},
+		{"v1.2.3-4-gabcdef0", "v1.2.3-4-gabcdef0"},
+		{"v1.2.3-4-gabcdef0-dirty", "v1.2.3-4-gabcdef0-dirty"},
+		{"e420145", "v0.0.0-e420145"},
+		{"e420145-dirty", "v0.0.0-e420145-dirty"},
+	} {
+		got := DescribeVersion(tt.describe)
+		if got != tt.want {
+			t.Errorf("DescribeVersion(%q) = %q, want %q", tt.describe, got, tt.want)
+		}
+		if !semverVersion.MatchString(got) {
+			t.Errorf("DescribeVersion(%q) = %q, not a semantic version", tt.describe, got)
+		}
+	}
+}
