@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -132,12 +133,23 @@ func declare(f *framework.Framework) {
 		// cluster's worker nodes where they are real.
 		subjectFor := func(ctx context.Context, need ...clouddriver.Verb) subject {
 			in := subjectInput{Driver: f.Driver, Need: need, Simulated: f.Machines != nil}
-			if !in.Simulated {
+			plan := planSubject(in)
+			// A CCM that has just started may still be initializing the
+			// cluster's nodes: one may fit within nodeInitialize.
+			deadline := time.Now().Add(f.Timeout(profile.NodeInitialize))
+			for plan.NoNode {
 				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 				Expect(err).NotTo(HaveOccurred(), "listing the nodes")
 				in.Nodes = list.Items
+				if plan = planSubject(in); !plan.NoNode || time.Now().After(deadline) {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					Fail(fmt.Sprintf("choosing a node to take down: %v", ctx.Err()))
+				case <-time.After(f.PollInterval()):
+				}
 			}
-			plan := planSubject(in)
 			switch {
 			case plan.Skip != "":
 				Skip(plan.Skip)

@@ -39,6 +39,9 @@ type subjectPlan struct {
 	Simulated bool
 	// Node is the real node whose instance the spec deletes or stops.
 	Node string
+	// NoNode: the skip is for want of a node that fits, which a CCM still
+	// initializing the cluster's nodes may yet give.
+	NoNode bool
 }
 
 // planSubject decides on which node a spec that deletes or stops an
@@ -84,9 +87,9 @@ func planSubject(in subjectInput) subjectPlan {
 		return subjectPlan{Node: n.Name}
 	}
 	if len(passed) == 0 {
-		return subjectPlan{Skip: "the cluster has no nodes whose instance the spec could take down"}
+		return subjectPlan{Skip: "the cluster has no nodes whose instance the spec could take down", NoNode: true}
 	}
-	return subjectPlan{Skip: "no node of this cluster of real machines may have its instance taken down: " +
+	return subjectPlan{NoNode: true, Skip: "no node of this cluster of real machines may have its instance taken down: " +
 		strings.Join(passed, ", ") + "; the spec needs a Ready, initialized worker node and another Ready node besides"}
 }
 

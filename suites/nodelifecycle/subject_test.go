@@ -54,7 +54,7 @@ func TestPlanSubject(t *testing.T) {
 		skipHas []string
 	}{
 		{name: "no driver", in: subjectInput{Need: del, Nodes: kind},
-			want: subjectPlan{Skip: "*"}, skipHas: []string{"no cloud driver", `"instance delete"`}},
+			want: subjectPlan{Skip: `the profile has no cloud driver; this spec needs "instance delete"`}},
 		{name: "real nodes, driver without instance delete", in: subjectInput{Driver: driver(clouddriver.VerbInstancesList), Need: del, Nodes: kind},
 			want: subjectPlan{Skip: `cloud driver does not implement "instance delete"`}},
 		{name: "real nodes, driver without instance start", in: subjectInput{Driver: driver(clouddriver.VerbInstanceStop), Need: stopStart, Nodes: kind},
@@ -87,8 +87,8 @@ func TestPlanSubject(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := planSubject(tt.in)
 			if tt.want.Skip == "*" {
-				if got.Skip == "" || got.Simulated || got.Node != "" {
-					t.Fatalf("planSubject = %+v, want a skip", got)
+				if got.Skip == "" || got.Simulated || got.Node != "" || !got.NoNode {
+					t.Fatalf("planSubject = %+v, want a skip for want of a node", got)
 				}
 				for _, s := range tt.skipHas {
 					if !strings.Contains(got.Skip, s) {
