@@ -104,6 +104,9 @@ current-context: dead
 		{"bad label filter", []string{"run", "--provider", good, "--label-filter", "A &&"}, []string{"--label-filter"}},
 		{"no provider flag", []string{"run"}, []string{"provider"}},
 		{"unknown command", []string{"frobnicate"}, []string{"frobnicate"}},
+		{"validate-driver: missing driver", []string{"validate-driver", "--driver", "/nonexistent/my-driver"}, []string{"cloud driver /nonexistent/my-driver", "no such file"}},
+		{"validate-driver: no driver flag", []string{"validate-driver"}, []string{"--driver"}},
+		{"validate-driver: missing profile", []string{"validate-driver", "--driver", binDir + "/reference-cloud-driver", "--profile", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml", "no such file"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -120,24 +121,76 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.NodeDeletion)).Should(Succeed())
 		}
 
+		// subject is the node whose instance a spec deletes or stops.
+		type subject struct {
+			name string
+			// machine is the spec's own simulated machine; nil for a
+			// real node, whose kubelet goes down with its instance.
+			machine *framework.Machine
+		}
+		// subjectFor picks the node a spec takes down (planSubject): a
+		// machine of its own where the harness simulates nodes, one of the
+		// cluster's worker nodes where they are real.
+		subjectFor := func(ctx context.Context, need ...clouddriver.Verb) subject {
+			in := subjectInput{Driver: f.Driver, Need: need, Simulated: f.Machines != nil}
+			plan := planSubject(in)
+			// A CCM that has just started may still be initializing the
+			// cluster's nodes: one may fit within nodeInitialize.
+			deadline := time.Now().Add(f.Timeout(profile.NodeInitialize))
+			for plan.NoNode {
+				list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				Expect(err).NotTo(HaveOccurred(), "listing the nodes")
+				in.Nodes = list.Items
+				if plan = planSubject(in); !plan.NoNode || time.Now().After(deadline) {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					Fail(fmt.Sprintf("choosing a node to take down: %v", ctx.Err()))
+				case <-time.After(f.PollInterval()):
+				}
+			}
+			switch {
+			case plan.Skip != "":
+				Skip(plan.Skip)
+			case plan.Simulated:
+				m := initializedMachine(ctx, framework.MachineRequest{})
+				return subject{name: m.Name, machine: m}
+			}
+			if f.Driver.Supports(clouddriver.VerbInstanceGet) {
+				inst, err := f.Driver.GetInstance(ctx, plan.Node)
+				Expect(err).NotTo(HaveOccurred(), "node %s (Ready, initialized): expected the cloud driver to have its instance, by the node's name", plan.Node)
+				Expect(inst.State).To(Equal(clouddriver.StateRunning), "node %s (Ready): expected its instance %s running before the spec takes it down, saw state %q", plan.Node, inst.ID, inst.State)
+			}
+			By(fmt.Sprintf("taking down the instance of node %s, a real machine of the cluster", plan.Node))
+			return subject{name: plan.Node}
+		}
+		// silence stops the subject's kubelet, as its instance going down
+		// would; a real node's goes down with its instance.
+		silence := func(s subject) {
+			if s.machine != nil {
+				s.machine.Kubelet.Stop()
+			}
+		}
+
 		It("deletes the Node of an instance deleted in the cloud and keeps the others", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceDelete)
-			m := initializedMachine(ctx, framework.MachineRequest{})
+			m := subjectFor(ctx, clouddriver.VerbInstanceDelete)
 			before, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			Expect(err).NotTo(HaveOccurred(), "listing the nodes")
 
 			// The machine is gone: its kubelet with it.
-			m.Kubelet.Stop()
-			Expect(f.Driver.DeleteInstance(ctx, m.Name)).To(Succeed(), "deleting the instance of node %s", m.Name)
-			expectDeleted(ctx, m.Name, "its instance was deleted from the cloud")
+			silence(m)
+			Expect(f.Driver.DeleteInstance(ctx, m.name)).To(Succeed(), "deleting the instance of node %s", m.name)
+			expectDeleted(ctx, m.name, "its instance was deleted from the cloud")
 
 			for _, n := range before.Items {
-				if n.Name == m.Name {
+				if n.Name == m.name {
 					continue
 				}
 				_, err := f.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
-					Fail(fmt.Sprintf("node %s: expected it kept, since its instance still exists, saw it deleted along with node %s", n.Name, m.Name))
+					Fail(fmt.Sprintf("node %s: expected it kept, since its instance still exists, saw it deleted along with node %s", n.Name, m.name))
 				}
 				Expect(err).NotTo(HaveOccurred(), "reading node %s", n.Name)
 			}
@@ -205,35 +258,50 @@ func declare(f *framework.Framework) {
 
 		It("taints the Node of a stopped instance as shut down, keeps it, and lifts the taint when the instance starts again", func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceStop, clouddriver.VerbInstanceStart)
-			m := initializedMachine(ctx, framework.MachineRequest{})
+			m := subjectFor(ctx, clouddriver.VerbInstanceStop, clouddriver.VerbInstanceStart)
 
-			m.Kubelet.Stop()
-			Expect(f.Driver.StopInstance(ctx, m.Name)).To(Succeed(), "stopping the instance of node %s", m.Name)
+			// A real machine must not stay stopped when the spec fails
+			// half-way (a simulated one goes with the spec's machine).
+			stopped := false
+			if m.machine == nil {
+				DeferCleanup(func(ctx context.Context) error {
+					if !stopped {
+						return nil
+					}
+					return f.Driver.StartInstance(ctx, m.name)
+				})
+			}
+			silence(m)
+			Expect(f.Driver.StopInstance(ctx, m.name)).To(Succeed(), "stopping the instance of node %s", m.name)
+			stopped = true
 			// Deleted: what a CCM that takes a stopped instance for a
 			// gone one does. It cannot be undone, so the spec fails at once.
 			deleted := fmt.Sprintf("although its instance was only stopped: expected the Node kept and tainted %s", cloudproviderapi.TaintNodeShutdown)
-			waitNotReady(ctx, m.Name, deleted)
+			waitNotReady(ctx, m.name, deleted)
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
-				n, err := v.Node(m.Name)
+				n, err := v.Node(m.name)
 				if gone(n, err) {
-					StopTrying(fmt.Sprintf("node %s was deleted %s", m.Name, deleted)).Now()
+					StopTrying(fmt.Sprintf("node %s was deleted %s", m.name, deleted)).Now()
 				}
-				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.name)
 				g.Expect(framework.HasTaint(n, cloudproviderapi.TaintNodeShutdown)).To(BeTrue(),
-					"node %s (instance stopped, node NotReady): expected taint %s, saw taints %s", m.Name, cloudproviderapi.TaintNodeShutdown, framework.FormatTaints(n.Spec.Taints))
+					"node %s (instance stopped, node NotReady): expected taint %s, saw taints %s", m.name, cloudproviderapi.TaintNodeShutdown, framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 
-			Expect(f.Driver.StartInstance(ctx, m.Name)).To(Succeed(), "starting the instance of node %s", m.Name)
-			m.Kubelet.Resume()
+			Expect(f.Driver.StartInstance(ctx, m.name)).To(Succeed(), "starting the instance of node %s", m.name)
+			stopped = false
+			if m.machine != nil {
+				m.machine.Kubelet.Resume()
+			}
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
-				n, err := v.Node(m.Name)
+				n, err := v.Node(m.name)
 				if gone(n, err) {
-					StopTrying(fmt.Sprintf("node %s was deleted after its instance started again: expected it Ready and without taint %s", m.Name, cloudproviderapi.TaintNodeShutdown)).Now()
+					StopTrying(fmt.Sprintf("node %s was deleted after its instance started again: expected it Ready and without taint %s", m.name, cloudproviderapi.TaintNodeShutdown)).Now()
 				}
-				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
-				g.Expect(framework.Ready(n)).To(BeTrue(), "node %s: expected Ready once its instance started and its kubelet resumed, saw NotReady", m.Name)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.name)
+				g.Expect(framework.Ready(n)).To(BeTrue(), "node %s: expected Ready once its instance started and its kubelet resumed, saw NotReady", m.name)
 				g.Expect(framework.HasTaint(n, cloudproviderapi.TaintNodeShutdown)).To(BeFalse(),
-					"node %s (instance running again): expected taint %s gone, saw taints %s", m.Name, cloudproviderapi.TaintNodeShutdown, framework.FormatTaints(n.Spec.Taints))
+					"node %s (instance running again): expected taint %s gone, saw taints %s", m.name, cloudproviderapi.TaintNodeShutdown, framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
 		})
 

@@ -69,6 +69,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newRunCommand(stdout),
 		newListCommand(stdout),
 		newValidateCommand(stdout),
+		newValidateDriverCommand(stdout),
 		newValidateArtifactsCommand(stdout),
 		newPublishCommand(stdout),
 		newLKGCommand(stdout, stderr),

@@ -1,0 +1,167 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/local"
+	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
+)
+
+// On a cluster of real machines (--kubeconfig: the harness adds none), the
+// node lifecycle specs about a deleted and a stopped instance take down one
+// of the cluster's own nodes through the cloud driver. The machines here
+// are stand-ins the test runs outside the harness: an instance of the
+// reference cloud each, and a kubelet that runs while its instance does.
+func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tmp := shortTempDir(t)
+	c, err := local.Start(ctx, local.Options{Dir: filepath.Join(tmp, "cluster")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background())
+
+	socket := filepath.Join(tmp, "cloud.sock")
+	endpoint := "unix://" + socket
+	log, err := os.Create(filepath.Join(tmp, "cloud.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud := exec.CommandContext(ctx, filepath.Join(binDir, "reference-cloud"), "--listen", endpoint, "--no-data-path")
+	cloud.Stdout, cloud.Stderr = log, log
+	if err := cloud.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cloud.Process.Kill(); _ = cloud.Wait() }()
+	for {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the reference cloud did not listen")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	api, err := cloudapi.NewClient(endpoint, "machines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := nodes.NewPool(client, nodes.Options{KubeletVersion: c.KubernetesVersion(), HeartbeatInterval: time.Second})
+	defer pool.Close(context.Background())
+	names := []string{"machine-1", "machine-2", "machine-3", "machine-4"}
+	kubelets := map[string]*nodes.Kubelet{}
+	for _, name := range names {
+		if _, err := api.CreateInstance(ctx, cloudapi.CreateInstanceRequest{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		if kubelets[name], err = pool.Register(ctx, nodes.Spec{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The machines: a kubelet goes silent when its instance stops or is
+	// deleted, and speaks again when it runs.
+	machinesDone := make(chan struct{})
+	go func() {
+		defer close(machinesDone)
+		for ctx.Err() == nil {
+			for name, k := range kubelets {
+				in, err := api.InstanceByName(ctx, name)
+				running := err == nil && in.State == "running"
+				switch {
+				case err != nil && !cloudapi.IsNotFound(err):
+				case running && !k.Running():
+					k.Resume()
+				case !running && k.Running():
+					k.Stop()
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { cancel(); <-machinesDone }()
+
+	// The reference profile with its cloud already running, as a real
+	// cloud would be.
+	profileWith := func(defects string) string {
+		return referenceProfile(t, shortTempDir(t), nil, func(s string) string {
+			i, j := strings.Index(s, "services:"), strings.Index(s, "ccm:")
+			s = strings.ReplaceAll(s[:i]+s[j:], "unix://${RUN_DIR}/cloud.sock", endpoint)
+			if defects != "" {
+				s = testbin.FailFast(strings.Replace(s, "      - --cloud-provider=reference\n", "      - --cloud-provider=reference\n      - --reference-defects="+defects+"\n", 1))
+			}
+			return s
+		})
+	}
+	// Each run takes down two machines for good or for a while: the
+	// first deletes machine-1 and stops machine-2; the second, whose CCM
+	// never deletes a Node, deletes machine-2's instance and stops
+	// machine-3, with machine-4 Ready besides.
+	for _, tt := range []struct {
+		name, defects string
+		code          int
+		status        string
+	}{
+		{name: "a correct CCM", code: 0, status: "passed"},
+		{name: "a CCM that keeps Nodes of gone instances and never taints shut-down ones", defects: "instance-exists-always,no-shutdown", code: 1, status: "failed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			runDir := filepath.Join(shortTempDir(t), "run")
+			res := runHarness(t, []string{"TMPDIR=" + tmp}, "run", "--provider", profileWith(tt.defects), "--kubeconfig", c.Kubeconfig(),
+				"--label-filter", "NodeLifecycle", "--artifacts", runDir)
+			if res.code != tt.code {
+				t.Fatalf("exit code %d, want %d; stdout:\n%s\nstderr:\n%s", res.code, tt.code, tail(res.stdout, 60), res.stderr)
+			}
+			want := map[string]string{
+				"deletes the Node of an instance deleted in the cloud":    tt.status,
+				"taints the Node of a stopped instance as shut down":      tt.status,
+				"keeps every NotReady Node whose instance still exists":   "skipped",
+				"keeps a Node whose instance never existed uninitialized": "skipped",
+				"keeps a NotReady Node while the cloud answers instance":  "skipped",
+			}
+			seen := 0
+			for _, jc := range readJUnit(t, runDir) {
+				for text, status := range want {
+					if !strings.Contains(jc.Name, text) {
+						continue
+					}
+					seen++
+					if jc.Status != status {
+						why := ""
+						if jc.Skipped != nil {
+							why = jc.Skipped.Message
+						}
+						if jc.Failure != nil {
+							why = jc.Failure.Message
+						}
+						t.Errorf("%s: %s (%s), want %s", jc.Name, jc.Status, why, status)
+					}
+				}
+			}
+			if seen != len(want) {
+				t.Errorf("found %d of the %d node lifecycle specs in the JUnit report", seen, len(want))
+			}
+		})
+	}
+}
