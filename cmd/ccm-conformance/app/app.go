@@ -75,6 +75,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newReportCommand(stdout, stderr),
 		newTestGridConfigCommand(stdout),
 		newClusterCommand(stdout, stderr),
+		newKindCommand(stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root
