@@ -115,6 +115,13 @@ func (b *builder) build(ctx context.Context, img Image) error {
 	if err != nil {
 		return err
 	}
+	return b.assemble(ctx, img, rootfs, bins, tarballs)
+}
+
+// assemble copies the root filesystem, adds the node's binaries, kind's
+// version file, the entrypoint and the containerd configuration, preloads
+// the image tarballs and imports the result into Docker as img.Tag.
+func (b *builder) assemble(ctx context.Context, img Image, rootfs string, bins map[string]string, tarballs []string) error {
 	start := time.Now()
 	work := filepath.Join(b.dir, ".work-"+b.key.Hash())
 	if err := removeTree(work); err != nil {

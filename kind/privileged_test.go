@@ -1,0 +1,68 @@
+package kind
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWrapperRewritesPrivileged runs the docker wrapper over a fake
+// docker that prints its arguments, one a line.
+func TestWrapperRewritesPrivileged(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "real-docker")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nfor a do echo \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapperDir, err := writeWrapper(filepath.Join(dir, "bin"), fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fallback := strings.Join(FallbackRunArgs(), "\n")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--name", "n", "--privileged", "--tmpfs", "/tmp", "img"}, "run\n--name\nn\n" + fallback + "\n--tmpfs\n/tmp\nimg"},
+		{[]string{"create", "--privileged", "img"}, "create\n" + fallback + "\nimg"},
+		{[]string{"container", "run", "--privileged", "img"}, "container\nrun\n" + fallback + "\nimg"},
+		{[]string{"exec", "--privileged", "-i", "node", "sh", "-c", "echo a b"}, "exec\n-i\nnode\nsh\n-c\necho a b"},
+		{[]string{"inspect", "--privileged"}, "inspect\n--privileged"},
+		{[]string{"ps", "-a", "--filter", "label=x y"}, "ps\n-a\n--filter\nlabel=x y"},
+	}
+	for _, tt := range tests {
+		out, err := exec.Command(filepath.Join(wrapperDir, "docker"), tt.args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v: %s", tt.args, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != tt.want {
+			t.Errorf("docker %v ran as:\n%s\nwant:\n%s", tt.args, got, tt.want)
+		}
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	o, err := Options{Getenv: getenv}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Privileged != PrivilegedAuto || !strings.HasPrefix(o.ClusterName, clusterNamePrefix) || len(o.ClusterName) != len(clusterNamePrefix)+8 {
+		t.Errorf("defaults: privileged %s, name %s", o.Privileged, o.ClusterName)
+	}
+	if o.EtcdImageTag != "3.6.16-0" {
+		t.Errorf("EtcdImageTag %s", o.EtcdImageTag)
+	}
+	env[EnvPrivileged] = "fallback"
+	env[EnvNodeImage] = "my/node:1"
+	if o, _ = (Options{Getenv: getenv}).withDefaults(); o.Privileged != PrivilegedFallback || o.NodeImage != "my/node:1" {
+		t.Errorf("environment ignored: %s %s", o.Privileged, o.NodeImage)
+	}
+	env[EnvPrivileged] = "sometimes"
+	if _, err := (Options{Getenv: getenv}).withDefaults(); err == nil {
+		t.Error("a bad privileged mode was accepted")
+	}
+}
