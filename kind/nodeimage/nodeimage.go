@@ -257,7 +257,10 @@ func Ensure(ctx context.Context, opts Options) (Image, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return img, fmt.Errorf("kind node image: %w", err)
 	}
-	unlock, err := lock(ctx, filepath.Join(dir, "node-image.lock"))
+	lockPath := filepath.Join(dir, "node-image.lock")
+	unlock, err := lock(ctx, lockPath, opts.ProgressInterval, func(waited time.Duration) {
+		fmt.Fprintf(opts.Progress, "waiting for another build of the kind node image to finish (lock %s), %s elapsed\n", lockPath, waited.Round(time.Second))
+	})
 	if err != nil {
 		return img, err
 	}
