@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	kinderrors "sigs.k8s.io/kind/pkg/errors"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
@@ -249,7 +252,7 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 			kindcluster.CreateWithDisplaySalutation(false))
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("kind: creating cluster %s: %w", c.name, err), c.Stop(context.WithoutCancel(ctx)))
+		return nil, errors.Join(fmt.Errorf("kind: creating cluster %s: %w%s", c.name, err, outputTail(err)), c.Stop(context.WithoutCancel(ctx)))
 	}
 	if err := c.afterCreate(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("kind: cluster %s: %w", c.name, err), c.Stop(context.WithoutCancel(ctx)))
@@ -320,6 +323,25 @@ func (c *Cluster) afterCreate(ctx context.Context) error {
 	return nil
 }
 
+// outputTailLines is how many lines of a failed command's output an error
+// of the kind library quotes.
+const outputTailLines = 40
+
+// outputTail is the last lines of the output of the command behind an
+// error of the kind library (kubeadm's, say), which kind only logs at a
+// debug level.
+func outputTail(err error) string {
+	re := kindexec.RunErrorForError(err)
+	if re == nil || len(re.Output) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(re.Output), "\n"), "\n")
+	if len(lines) > outputTailLines {
+		lines = lines[len(lines)-outputTailLines:]
+	}
+	return "\nlast lines of its output:\n  " + strings.Join(lines, "\n  ")
+}
+
 // containerIPs are a node container's addresses on its Docker network.
 func (c *Cluster) containerIPs(ctx context.Context, node string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, dockerTimeout)
@@ -346,6 +368,10 @@ func (c *Cluster) dockerExec(ctx context.Context, node string, stdin io.Reader, 
 	return nil
 }
 
+// snapshotterEnv chooses the node's containerd snapshotter in kind's
+// entrypoint.
+const snapshotterEnv = "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"
+
 // envMu serializes the kind library calls that need the docker wrapper on
 // PATH and the cluster's own Docker network: both are read from the
 // process's environment.
@@ -353,8 +379,8 @@ var envMu sync.Mutex
 
 // withEnv runs f with the cluster's environment: its Docker network
 // (KIND_EXPERIMENTAL_DOCKER_NETWORK, so that deleting the cluster can
-// delete its network too) and, on the fallback, the docker wrapper first
-// on PATH.
+// delete its network too), the overlayfs snapshotter unless the caller
+// chose one, and, on the fallback, the docker wrapper first on PATH.
 func (c *Cluster) withEnv(f func() error) error {
 	envMu.Lock()
 	defer envMu.Unlock()
@@ -368,6 +394,12 @@ func (c *Cluster) withEnv(f func() error) error {
 		os.Setenv(k, v)
 	}
 	set("KIND_EXPERIMENTAL_DOCKER_NETWORK", c.name)
+	// kind passes this variable from its own environment to each node
+	// (docker run -e NAME), which hides the node image's value when it is
+	// unset here; see nodeimage's dockerImportChanges.
+	if os.Getenv(snapshotterEnv) == "" {
+		set(snapshotterEnv, "overlayfs")
+	}
 	if c.wrapperDir != "" {
 		set("PATH", c.wrapperDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
@@ -445,9 +477,32 @@ func nodeReady(n corev1.Node) bool {
 }
 
 // ExportLogs copies the nodes' logs (kind's export: journal, kubelet,
-// containerd, pods' logs, container inspection) into dir.
+// containerd, pods' logs, container inspection) into dir. The node image
+// has no crictl (it is not in Debian bookworm and not built here), so
+// kind's `crictl images` listing is left out without an error.
 func (c *Cluster) ExportLogs(_ context.Context, dir string) error {
-	return c.withEnv(func() error { return c.provider.CollectLogs(c.name, dir) })
+	err := c.withEnv(func() error { return c.provider.CollectLogs(c.name, dir) })
+	return withoutCrictl(err)
+}
+
+// withoutCrictl drops, from an error of kind's log export, the failures of
+// its crictl commands.
+func withoutCrictl(err error) error {
+	if err == nil {
+		return nil
+	}
+	all := kinderrors.Errors(err)
+	if all == nil {
+		all = []error{err}
+	}
+	var kept []error
+	for _, e := range all {
+		if re := kindexec.RunErrorForError(e); re != nil && slices.Contains(re.Command, "crictl") {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return errors.Join(kept...)
 }
 
 // Stop deletes the cluster's containers, their volumes and its Docker

@@ -1,11 +1,15 @@
 package kind
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	kinderrors "sigs.k8s.io/kind/pkg/errors"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 )
 
 // TestWrapperRewritesPrivileged runs the docker wrapper over a fake
@@ -64,5 +68,22 @@ func TestOptionsDefaults(t *testing.T) {
 	env[EnvPrivileged] = "sometimes"
 	if _, err := (Options{Getenv: getenv}).withDefaults(); err == nil {
 		t.Error("a bad privileged mode was accepted")
+	}
+}
+
+func TestWithoutCrictl(t *testing.T) {
+	crictl := &kindexec.RunError{Command: []string{"docker", "exec", "--privileged", "n", "crictl", "images"}, Inner: errors.New("exit status 126")}
+	other := &kindexec.RunError{Command: []string{"docker", "exec", "--privileged", "n", "journalctl"}, Inner: errors.New("exit status 1")}
+	if err := withoutCrictl(kinderrors.NewAggregate([]error{crictl})); err != nil {
+		t.Errorf("only crictl failed, got %v", err)
+	}
+	if err := withoutCrictl(kinderrors.NewAggregate([]error{crictl, other})); err == nil || !strings.Contains(err.Error(), "journalctl") {
+		t.Errorf("a journalctl failure was dropped: %v", err)
+	}
+	if err := withoutCrictl(errors.New("plain")); err == nil {
+		t.Error("an error that is not an aggregate was dropped")
+	}
+	if withoutCrictl(nil) != nil {
+		t.Error("nil became an error")
 	}
 }

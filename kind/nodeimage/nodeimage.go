@@ -81,6 +81,9 @@ func Packages() []string {
 		"containerd", "runc", "containernetworking-plugins",
 		"iptables", "nftables", "ebtables", "conntrack", "iproute2", "ethtool", "socat",
 		"kmod", "mount", "util-linux", "procps", "libseccomp2", "pigz", "ca-certificates",
+		// kind's createContainer hook (mount-product-files.sh) reads the
+		// container's state with jq.
+		"bash", "jq",
 	}
 }
 
