@@ -112,6 +112,30 @@ func TestIntegrationKindClusterComesUp(t *testing.T) {
 		t.Errorf("nodes with the static CNI configuration: %v", err)
 	}
 
+	// The control plane's static pods and kube-proxy (a DaemonSet, which
+	// tolerates the uninitialized taint) run from the images made offline.
+	var notRunning []string
+	err = poll(ctx, time.Second, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		notRunning = notRunning[:0]
+		proxies := 0
+		for _, p := range pods.Items {
+			if p.Labels["k8s-app"] == "kube-proxy" {
+				proxies++
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				notRunning = append(notRunning, p.Name+" "+string(p.Status.Phase))
+			}
+		}
+		return proxies == 2 && len(pods.Items) >= 6 && len(notRunning) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("kube-system pods not all Running (want etcd, kube-apiserver, kube-controller-manager, kube-scheduler and two kube-proxy): %v: %v", notRunning, err)
+	}
+
 	logs := filepath.Join(dir, "logs")
 	if err := kc.ExportLogs(ctx, logs); err != nil {
 		t.Errorf("ExportLogs: %v", err)
