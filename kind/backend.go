@@ -518,7 +518,7 @@ func (c *Cluster) Stop(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
 		defer cancel()
 		if out, err := exec.CommandContext(ctx, c.realDocker, "network", "rm", c.name).CombinedOutput(); err != nil &&
-			!strings.Contains(strings.ToLower(string(out)), "not found") {
+			!networkGone(string(out)) {
 			errs = append(errs, fmt.Errorf("kind: docker network rm %s: %v: %s", c.name, err, strings.TrimSpace(string(out))))
 		}
 		if c.wrapperDir != "" {
@@ -527,6 +527,13 @@ func (c *Cluster) Stop(context.Context) error {
 		c.stopErr = errors.Join(errs...)
 	})
 	return c.stopErr
+}
+
+// networkGone says whether `docker network rm` failed only because the
+// network does not exist (kind's create failed before making it).
+func networkGone(output string) bool {
+	o := strings.ToLower(output)
+	return strings.Contains(o, "no such network") || strings.Contains(o, "not found")
 }
 
 // poll calls done every interval until it reports true, its error, ctx

@@ -28,8 +28,8 @@ func (l *logger) line(prefix, msg string) {
 	fmt.Fprintf(l.w, "kind: %s%s\n", prefix, msg)
 }
 
-func (l *logger) Warn(m string)             { l.line("WARNING: ", m) }
-func (l *logger) Warnf(f string, a ...any)  { l.line("WARNING: ", fmt.Sprintf(f, a...)) }
+func (l *logger) Warn(m string)             { l.line("WARNING: ", strings.TrimPrefix(m, "WARNING: ")) }
+func (l *logger) Warnf(f string, a ...any)  { l.Warn(fmt.Sprintf(f, a...)) }
 func (l *logger) Error(m string)            { l.line("ERROR: ", m) }
 func (l *logger) Errorf(f string, a ...any) { l.line("ERROR: ", fmt.Sprintf(f, a...)) }
 func (l *logger) V(v kindlog.Level) kindlog.InfoLogger {

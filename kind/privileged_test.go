@@ -87,3 +87,25 @@ func TestWithoutCrictl(t *testing.T) {
 		t.Error("nil became an error")
 	}
 }
+
+func TestNetworkGone(t *testing.T) {
+	for out, want := range map[string]bool{
+		"Error response from daemon: network ccmc-1 not found":        true,
+		"Error: No such network: ccmc-1":                              true,
+		"Error response from daemon: error while removing network: x": false,
+	} {
+		if got := networkGone(out); got != want {
+			t.Errorf("networkGone(%q) = %v, want %v", out, got, want)
+		}
+	}
+}
+
+func TestLoggerWarningPrefix(t *testing.T) {
+	var b strings.Builder
+	l := newLogger(&b)
+	l.Warn("WARNING: Here be dragons!")
+	l.Warnf("cgroup v%d", 1)
+	if got, want := b.String(), "kind: WARNING: Here be dragons!\nkind: WARNING: cgroup v1\n"; got != want {
+		t.Errorf("logged %q, want %q", got, want)
+	}
+}
