@@ -136,6 +136,13 @@ func runMetadata(info runner.RunInfo) map[string]any {
 	set(prow.MetaLabelFilter, info.LabelFilter)
 	set(prow.MetaProfileDigest, info.ProfileDigest)
 	set(prow.MetaCCMEnv, strings.Join(info.CCMEnv, ","))
+	// The backend's own facts (kind's node image and whether its
+	// privileged fallback ran), under its own key names.
+	for k, v := range info.BackendMetadata {
+		if _, taken := m[k]; !taken {
+			set(k, v)
+		}
+	}
 	return m
 }
 

@@ -76,6 +76,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newReportCommand(stdout, stderr),
 		newTestGridConfigCommand(stdout),
 		newClusterCommand(stdout, stderr),
+		newKindCommand(stdout, stderr),
 		newVersionCommand(stdout),
 		newReleaseCheckCommand(stdout),
 	)

@@ -17,13 +17,15 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/kind"
+	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/suites"
 )
 
 func newRunCommand(stdout io.Writer) *cobra.Command {
 	var opts runner.Options
-	var kubeconfig, clusterDir, kubernetesVersion, parallel, laneFile string
+	var kubeconfig, clusterDir, kubernetesVersion, parallel, laneFile, backendName string
 	cmd := &cobra.Command{
 		Use:   "run --provider FILE",
 		Short: "Run the conformance suites against a provider's CCM",
@@ -61,7 +63,7 @@ profile does not declare is skipped and says which one was missing.`,
 			if opts.ArtifactsDir == "" {
 				return &exitError{code: runner.ExitHarnessError, err: errors.New("--artifacts: empty directory name")}
 			}
-			backend, err := chooseBackend(kubeconfig, clusterDir, kubernetesVersion)
+			backend, err := chooseBackend(backendName, kubeconfig, clusterDir, kubernetesVersion)
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
@@ -71,7 +73,7 @@ profile does not declare is skipped and says which one was missing.`,
 			if laneFile != "" {
 				return runLaneWorker(ctx, opts, laneFile, stdout)
 			}
-			if err := chooseLanes(&opts, parallel, kubeconfig == "" && clusterDir == ""); err != nil {
+			if err := chooseLanes(&opts, parallel, backendName == local.BackendName && kubeconfig == "" && clusterDir == ""); err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
 			ro, err := runDirOptions(cmd, opts, stdout)
@@ -88,6 +90,7 @@ profile does not declare is skipped and says which one was missing.`,
 	cmd.Flags().StringVar(&opts.ProfilePath, "provider", "", "provider profile (YAML, see docs/profile.md)")
 	cmd.Flags().StringVar(&opts.LabelFilter, "label-filter", "", "ginkgo label filter selecting specs, e.g. 'InstancesV2 && !IPv6'")
 	cmd.Flags().StringVar(&opts.ArtifactsDir, "artifacts", defaultArtifacts(), "run directory for started.json, finished.json, build-log.txt and artifacts/ (with only $ARTIFACTS set, results go straight into it, as a Prow job's)")
+	cmd.Flags().StringVar(&backendName, "backend", local.BackendName, "cluster for the run: local (the embedded control plane, simulated nodes) or kind (a new kind cluster of real nodes from the offline node image, docs/kind.md)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "run against this existing cluster instead of the embedded local one")
 	cmd.Flags().StringVar(&clusterDir, "cluster-dir", "", "run on the local cluster that 'ccm-conformance cluster up --dir DIR' started, and leave it running")
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "Kubernetes release of the local cluster (default: the version this build is pinned to)")
@@ -99,7 +102,17 @@ profile does not declare is skipped and says which one was missing.`,
 }
 
 // chooseBackend picks the cluster backend from the flags.
-func chooseBackend(kubeconfig, clusterDir, kubernetesVersion string) (cluster.Backend, error) {
+func chooseBackend(backendName, kubeconfig, clusterDir, kubernetesVersion string) (cluster.Backend, error) {
+	switch backendName {
+	case local.BackendName:
+	case kind.BackendName:
+		if kubeconfig != "" || clusterDir != "" {
+			return nil, errors.New("--backend kind makes a new cluster; --kubeconfig and --cluster-dir name an existing one")
+		}
+		return kind.Backend(kind.Options{NodeImageOptions: nodeimage.Options{KubernetesVersion: kubernetesVersion}}), nil
+	default:
+		return nil, fmt.Errorf("--backend %q: want %s or %s", backendName, local.BackendName, kind.BackendName)
+	}
 	switch {
 	case kubeconfig != "" && clusterDir != "":
 		return nil, errors.New("--kubeconfig and --cluster-dir name two clusters; pass one")

@@ -1,0 +1,126 @@
+package kind
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
+)
+
+// Networks of the clusters, per IP family: kind's own defaults, written
+// out so that the harness knows them (cluster.PodNetworks) and the static
+// CNI configuration can route them.
+const (
+	PodSubnetIPv4     = "10.244.0.0/16"
+	PodSubnetIPv6     = "fd00:10:244::/56"
+	ServiceSubnetIPv4 = "10.96.0.0/16"
+	ServiceSubnetIPv6 = "fd00:10:96::/112"
+)
+
+// kubeadmAPI is the kubeadm configuration API kind v0.33.0 writes for
+// Kubernetes v1.36 and later; the JSON patches below target it.
+const kubeadmAPI = "v1beta4"
+
+// clusterConfigInput is what the kind configuration depends on.
+type clusterConfigInput struct {
+	// Workers is the number of worker nodes (besides one control plane).
+	Workers int
+	// IPFamilies: "IPv4", "IPv6" or both; default IPv4.
+	IPFamilies []string
+	// EtcdImageTag is the tag of the etcd image the node image holds.
+	EtcdImageTag string
+}
+
+// ipFamily maps the profile's IP families to kind's.
+func ipFamily(families []string) (v1alpha4.ClusterIPFamily, error) {
+	var v4, v6 bool
+	for _, f := range families {
+		switch f {
+		case "IPv4":
+			v4 = true
+		case "IPv6":
+			v6 = true
+		default:
+			return "", fmt.Errorf("IP family %q: want IPv4 or IPv6", f)
+		}
+	}
+	switch {
+	case v4 && v6:
+		return v1alpha4.DualStackFamily, nil
+	case v6:
+		return v1alpha4.IPv6Family, nil
+	}
+	return v1alpha4.IPv4Family, nil
+}
+
+// subnets returns the pod and Service networks of a family, in kind's
+// comma-separated form (IPv4 first when dual-stack).
+func subnets(family v1alpha4.ClusterIPFamily) (pods, services []string) {
+	switch family {
+	case v1alpha4.IPv6Family:
+		return []string{PodSubnetIPv6}, []string{ServiceSubnetIPv6}
+	case v1alpha4.DualStackFamily:
+		return []string{PodSubnetIPv4, PodSubnetIPv6}, []string{ServiceSubnetIPv4, ServiceSubnetIPv6}
+	}
+	return []string{PodSubnetIPv4}, []string{ServiceSubnetIPv4}
+}
+
+// argPatch is a JSON 6902 patch (in YAML) that appends name=value to the
+// kubeadm v1beta4 argument list at path (v1beta4 lists arguments as
+// {name, value} items, so a merge patch would replace kind's own).
+func argPatch(path, name, value string) string {
+	return fmt.Sprintf("- op: add\n  path: %s/-\n  value:\n    name: %q\n    value: %q\n", path, name, value)
+}
+
+// clusterConfig returns the kind configuration of a cluster: one control
+// plane and in.Workers workers; kubelets and kube-controller-manager with
+// --cloud-provider=external, so that new nodes carry the uninitialized
+// taint until the CCM under test initializes them; no default CNI (the
+// backend writes a static one per node) and no CoreDNS (no suite needs
+// it, and its image is not built); kubeadm pointed at the node image's
+// etcd; kubelet allowed on cgroup v1.
+func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
+	if in.Workers < 0 {
+		return nil, fmt.Errorf("%d workers", in.Workers)
+	}
+	if in.EtcdImageTag == "" {
+		return nil, fmt.Errorf("no etcd image tag")
+	}
+	family, err := ipFamily(in.IPFamilies)
+	if err != nil {
+		return nil, err
+	}
+	pods, services := subnets(family)
+	cfg := &v1alpha4.Cluster{
+		TypeMeta: v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
+		Networking: v1alpha4.Networking{
+			IPFamily:          family,
+			PodSubnet:         strings.Join(pods, ","),
+			ServiceSubnet:     strings.Join(services, ","),
+			DisableDefaultCNI: true,
+			KubeProxyMode:     v1alpha4.IPTablesProxyMode,
+		},
+		Nodes: []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
+		KubeadmConfigPatches: []string{
+			fmt.Sprintf("apiVersion: kubeadm.k8s.io/%s\nkind: ClusterConfiguration\netcd:\n  local:\n    imageTag: %q\n", kubeadmAPI, in.EtcdImageTag),
+			"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\n",
+		},
+		KubeadmConfigPatchesJSON6902: []v1alpha4.PatchJSON6902{
+			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "ClusterConfiguration",
+				Patch: argPatch("/controllerManager/extraArgs", "cloud-provider", "external")},
+			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "InitConfiguration",
+				Patch: argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external") +
+					"- op: add\n  path: /skipPhases/-\n  value: addon/coredns\n"},
+			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "JoinConfiguration",
+				Patch: argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external")},
+		},
+	}
+	for i := 0; i < in.Workers; i++ {
+		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
+	}
+	return cfg, nil
+}
+
+// configYAML renders a kind configuration, for the run's directory.
+func configYAML(cfg *v1alpha4.Cluster) ([]byte, error) { return yaml.Marshal(cfg) }

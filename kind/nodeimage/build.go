@@ -1,0 +1,350 @@
+package nodeimage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
+)
+
+// NodeEntrypoint is the image's entrypoint, run before kind's own
+// (/usr/local/bin/entrypoint) and /sbin/init.
+const NodeEntrypoint = "/usr/local/bin/ccm-conformance-node-entrypoint"
+
+// nodeEntrypointScript makes a node that runs without --privileged (the
+// kind backend's fallback, docs/kind.md) look to systemd and kind's
+// entrypoint as a privileged one does: /sys and the cgroup mounts
+// writable, /dev/kmsg present. In a privileged container each step finds
+// nothing to do.
+const nodeEntrypointScript = `#!/bin/sh
+# ccm-conformance: the mounts a node run without --privileged lacks
+# (docs/kind.md); a privileged node has them and is left as it is.
+set -u
+for m in $(awk '$2 == "/sys" || $2 ~ "^/sys/fs/cgroup" { if ($4 ~ /(^|,)ro(,|$)/) print $2 }' /proc/self/mounts); do
+	mount -o remount,bind,rw "$m" || echo "ccm-conformance-node-entrypoint: could not make $m writable" >&2
+done
+[ -e /dev/kmsg ] || mknod /dev/kmsg c 1 11 || echo "ccm-conformance-node-entrypoint: could not create /dev/kmsg" >&2
+exec "$@"
+`
+
+// dockerImportChanges are the image configuration docker import sets.
+// KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER keeps containerd on overlayfs
+// where kind's entrypoint would pick fuse-overlayfs (a node root on FUSE,
+// as on Docker's fuse-overlayfs storage driver), which Debian does not
+// ship; overlayfs works there since /var is a Docker volume.
+func dockerImportChanges() []string {
+	return []string{
+		"ENV container=docker",
+		"ENV KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=overlayfs",
+		`ENTRYPOINT ["` + NodeEntrypoint + `", "/usr/local/bin/entrypoint", "/sbin/init"]`,
+	}
+}
+
+// containerdConfig adapts kind's containerd configuration: the pause image
+// kubeadm expects, and restrict_oom_score_adj, since a node's containerd
+// may not lower oom_score_adj without every capability.
+func containerdConfig(kindConfig string) (string, error) {
+	out := kindConfig
+	for old, repl := range map[string]string{
+		"restrict_oom_score_adj = false": "restrict_oom_score_adj = true",
+	} {
+		if !strings.Contains(out, old) {
+			return "", fmt.Errorf("kind's containerd config.toml has no %q", old)
+		}
+		out = strings.ReplaceAll(out, old, repl)
+	}
+	lines := strings.Split(out, "\n")
+	found := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "sandbox_image = ") {
+			indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+			lines[i] = indent + `sandbox_image = "` + ImageRepository + "/pause:" + PauseVersion + `"`
+			found = true
+		}
+	}
+	if !found {
+		return "", fmt.Errorf("kind's containerd config.toml has no sandbox_image")
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// preloadScript imports every tarball in /tmp/preload into the node's
+// containerd, run in a chroot of the root filesystem (with private mount
+// and PID namespaces) with the CRI plugin off, as kind's own node-image
+// build does with --no-unpack: the node unpacks what it runs.
+const preloadScript = `set -eu
+mount -t proc proc /proc
+mount -t tmpfs tmpfs /run
+printf 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n' > /tmp/preload.toml
+containerd --config /tmp/preload.toml --address /run/preload.sock --log-level warn > /tmp/preload-containerd.log 2>&1 &
+pid=$!
+i=0
+while [ ! -S /run/preload.sock ]; do
+	i=$((i + 1))
+	if [ $i -gt 300 ]; then cat /tmp/preload-containerd.log; exit 1; fi
+	sleep 0.1
+done
+for f in /tmp/preload/*.tar; do
+	echo "importing $f"
+	ctr --address /run/preload.sock -n k8s.io images import --label=io.cri-containerd.pinned=pinned --no-unpack --digests "$f"
+done
+ctr --address /run/preload.sock -n k8s.io images ls -q
+kill $pid
+wait $pid || true
+`
+
+// build makes the node image img: binaries, root filesystem, images,
+// then the assembly in a copy of the root filesystem, imported into Docker.
+func (b *builder) build(ctx context.Context, img Image) error {
+	bins, err := b.binaries(ctx)
+	if err != nil {
+		return err
+	}
+	rootfs, err := b.rootfs(ctx)
+	if err != nil {
+		return err
+	}
+	tarballs, err := b.images(ctx, rootfs, bins)
+	if err != nil {
+		return err
+	}
+	return b.assemble(ctx, img, rootfs, bins, tarballs)
+}
+
+// assemble copies the root filesystem, adds the node's binaries, kind's
+// version file, the entrypoint and the containerd configuration, preloads
+// the image tarballs and imports the result into Docker as img.Tag.
+func (b *builder) assemble(ctx context.Context, img Image, rootfs string, bins map[string]string, tarballs []string) error {
+	start := time.Now()
+	work := filepath.Join(b.dir, ".work-"+b.key.Hash())
+	if err := removeTree(work); err != nil {
+		return err
+	}
+	defer removeTree(work)
+	b.progressf("assembling: copying the root filesystem to %s", work)
+	if err := (command{args: []string{"cp", "-a", rootfs, work}}).run(ctx); err != nil {
+		return err
+	}
+	os.Remove(filepath.Join(work, completeMarker))
+	for _, n := range []string{k8sbin.Kubelet, k8sbin.Kubeadm, k8sbin.Kubectl} {
+		if err := copyFile(bins[n], filepath.Join(work, "usr/bin", n), 0o755); err != nil {
+			return fmt.Errorf("installing %s: %w", n, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "kind/version"), []byte(b.key.Kubernetes), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(work, strings.TrimPrefix(NodeEntrypoint, "/")), []byte(nodeEntrypointScript), 0o755); err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(work, "etc/containerd/config.toml")
+	kindCfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return err
+	}
+	cfg, err := containerdConfig(string(kindCfg))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	preload := filepath.Join(work, "tmp/preload")
+	if err := os.MkdirAll(preload, 0o755); err != nil {
+		return err
+	}
+	for _, t := range tarballs {
+		if err := linkOrCopy(t, filepath.Join(preload, filepath.Base(t))); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "tmp/preload.sh"), []byte(preloadScript), 0o755); err != nil {
+		return err
+	}
+	b.progressf("assembling: preloading %d images into the node's containerd", len(tarballs))
+	err = command{args: []string{"unshare", "--mount", "--pid", "--fork", "chroot", work, "/bin/sh", "/tmp/preload.sh"},
+		step: "assembling: preload", progress: b.opts.Progress, interval: b.opts.ProgressInterval}.run(ctx)
+	if err != nil {
+		return fmt.Errorf("preloading the images: %w", err)
+	}
+	for _, p := range []string{"tmp/preload", "tmp/preload.sh", "tmp/preload.toml", "tmp/preload-containerd.log"} {
+		os.RemoveAll(filepath.Join(work, p))
+	}
+	b.progressf("assembling: docker import as %s (about a minute)", img.Tag)
+	pipeline := "set -o pipefail; tar --numeric-owner --xattrs --xattrs-include='*' -C " + shellQuote(work) + " -cf - . | " + shellQuote(b.opts.Docker) + " import"
+	for _, c := range dockerImportChanges() {
+		pipeline += " -c " + shellQuote(c)
+	}
+	pipeline += " --message " + shellQuote("ccm-conformance kind node-image "+b.key.Hash()) + " - " + shellQuote(img.Tag)
+	err = command{args: []string{"bash", "-c", pipeline}, step: "assembling: docker import", progress: b.opts.Progress, interval: b.opts.ProgressInterval}.run(ctx)
+	if err != nil {
+		return fmt.Errorf("importing the node image: %w", err)
+	}
+	b.progressf("assembling: done in %s", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// binaries returns the node's and the images' executables, built into the
+// binary cache by internal/k8sbin one after another. The cache shares
+// kube-apiserver, kube-controller-manager and etcd with the local cluster,
+// and a build of one binary by another process (the local cluster's
+// prebuild) is waited for, never repeated. kube-apiserver comes first: the
+// others reuse most of its compiled packages.
+func (b *builder) binaries(ctx context.Context) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, n := range []string{k8sbin.KubeAPIServer, k8sbin.KubeControllerManager, k8sbin.KubeScheduler, k8sbin.KubeProxy, k8sbin.Kubelet, k8sbin.Kubeadm, k8sbin.Kubectl, k8sbin.Etcd} {
+		v := b.key.Kubernetes
+		if n == k8sbin.Etcd {
+			v = b.key.Etcd
+		}
+		p, err := k8sbin.Ensure(ctx, k8sbin.Request{Name: n, Version: v, CacheDir: b.opts.CacheDir, Progress: b.opts.Progress,
+			ProgressInterval: b.opts.ProgressInterval, Getenv: b.opts.Getenv, Go: b.opts.Go})
+		if err != nil {
+			return nil, err
+		}
+		bins[n] = p
+	}
+	b.progressf("binaries: ready (%s)", strings.Join(slices.Sorted(maps.Keys(bins)), ", "))
+	return bins, nil
+}
+
+// images returns the control-plane image tarballs, writing the missing
+// ones into the cache.
+func (b *builder) images(ctx context.Context, rootfs string, bins map[string]string) ([]string, error) {
+	dir := filepath.Join(b.dir, "images-"+b.key.Hash())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var out []string
+	var debianLayer string
+	for _, ci := range ControlPlaneImages(b.key.Kubernetes, b.key.Etcd) {
+		dst := filepath.Join(dir, ci.Name+".tar")
+		out = append(out, dst)
+		if _, err := os.Stat(dst); err == nil {
+			b.progressf("images: %s cached", ci.Ref)
+			continue
+		}
+		start := time.Now()
+		src := bins[ci.Name]
+		if ci.Name == "pause" {
+			p, err := buildPause(ctx, b.opts.Go, dir)
+			if err != nil {
+				return nil, err
+			}
+			src = p
+		}
+		var layers []string
+		if ci.Debian {
+			if debianLayer == "" {
+				debianLayer = filepath.Join(dir, "debian-iptables.layer.tar")
+				entries, err := debianLayerEntries(rootfs)
+				if err != nil {
+					return nil, fmt.Errorf("images: the iptables layer: %w", err)
+				}
+				if err := writeLayer(debianLayer, entries); err != nil {
+					return nil, fmt.Errorf("images: the iptables layer: %w", err)
+				}
+				defer os.Remove(debianLayer)
+			}
+			layers = append(layers, debianLayer)
+		}
+		entries, err := binaryEntries(ci.Binary, src)
+		if err != nil {
+			return nil, err
+		}
+		layer := filepath.Join(dir, ci.Name+".layer.tar")
+		if err := writeLayer(layer, entries); err != nil {
+			return nil, err
+		}
+		layers = append(layers, layer)
+		err = writeImage(dst, ci.Ref, layers, imageConfig(ci, b.key.Kubernetes, b.key.Arch), b.key.Arch)
+		os.Remove(layer)
+		if err != nil {
+			return nil, fmt.Errorf("images: %s: %w", ci.Ref, err)
+		}
+		b.progressf("images: wrote %s in %s", ci.Ref, time.Since(start).Round(100*time.Millisecond))
+	}
+	return out, nil
+}
+
+// pauseSource is the pause program: it holds a pod's namespaces, reaps
+// zombies, and exits on SIGINT or SIGTERM.
+const pauseSource = `package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	for s := range sigs {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var ws syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+}
+`
+
+// buildPause builds the pause program (static) into dir.
+func buildPause(ctx context.Context, goCmd, dir string) (string, error) {
+	src, err := os.MkdirTemp(dir, ".pause-src-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(src)
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module ccm-conformance.local/pause\n\ngo 1.22\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(pauseSource), 0o644); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "pause.bin")
+	err = command{args: []string{goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", out, "."}, dir: src,
+		env: []string{"CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod"}}.run(ctx)
+	if err != nil {
+		return "", fmt.Errorf("building pause: %w", err)
+	}
+	return out, nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	return copyFile(src, dst, 0o644)
+}
