@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/filelock"
 )
 
 const (
@@ -60,7 +62,7 @@ func build(ctx context.Context, req Request, path string) (string, error) {
 		return "", fmt.Errorf("creating the binary cache: %w", err)
 	}
 	lockPath := filepath.Join(dir, req.Name+".lock")
-	unlock, err := lockFile(ctx, lockPath, req.ProgressInterval, func(waited time.Duration) {
+	unlock, err := filelock.Lock(ctx, lockPath, req.ProgressInterval, func(waited time.Duration) {
 		fmt.Fprintf(req.Progress, "waiting for another build of %s %s to finish (lock %s), %s elapsed\n",
 			req.Name, req.Version, lockPath, waited.Round(time.Second))
 	})

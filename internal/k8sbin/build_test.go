@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/filelock"
 )
 
 // fakeGo writes a stand-in for the go command that answers `go mod download
@@ -266,7 +268,7 @@ func TestEnsureWaitsForAnotherHolderOfTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another "process" holds the lock.
-	unlock, err := lockFile(context.Background(), filepath.Join(dir, "etcd.lock"), time.Second, func(time.Duration) {})
+	unlock, err := filelock.Lock(context.Background(), filepath.Join(dir, "etcd.lock"), time.Second, func(time.Duration) {})
 	if err != nil {
 		t.Fatal(err)
 	}

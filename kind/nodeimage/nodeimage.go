@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/filelock"
 )
 
 // Defaults of Options.
@@ -261,7 +263,7 @@ func Ensure(ctx context.Context, opts Options) (Image, error) {
 		return img, fmt.Errorf("kind node image: %w", err)
 	}
 	lockPath := filepath.Join(dir, "node-image.lock")
-	unlock, err := lock(ctx, lockPath, opts.ProgressInterval, func(waited time.Duration) {
+	unlock, err := filelock.Lock(ctx, lockPath, opts.ProgressInterval, func(waited time.Duration) {
 		fmt.Fprintf(opts.Progress, "waiting for another build of the kind node image to finish (lock %s), %s elapsed\n", lockPath, waited.Round(time.Second))
 	})
 	if err != nil {

@@ -1,4 +1,7 @@
-package k8sbin
+// Package filelock is the lock that keeps two processes from building the
+// same cached thing at once (a Kubernetes binary, a kind node image): an
+// flock on a file beside it, waited for with progress.
+package filelock
 
 import (
 	"context"
@@ -9,17 +12,17 @@ import (
 	"time"
 )
 
-// lockPollInterval is how often a caller waiting for another build's lock
+// pollInterval is how often a caller waiting for another build's lock
 // tries again.
-const lockPollInterval = 250 * time.Millisecond
+const pollInterval = 250 * time.Millisecond
 
-// lockFile takes an exclusive flock on path, creating it if needed, and
+// Lock takes an exclusive flock on path, creating it if needed, and
 // returns the function that releases it. While another holder keeps the lock
 // it calls waiting at once and then every interval, and gives up when ctx
 // ends. An flock belongs to an open file description, so it excludes other
 // goroutines of this process as well as other processes, and it is released
 // by the kernel if the holder dies.
-func lockFile(ctx context.Context, path string, interval time.Duration, waiting func(waited time.Duration)) (func(), error) {
+func Lock(ctx context.Context, path string, interval time.Duration, waiting func(waited time.Duration)) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
@@ -46,7 +49,7 @@ func lockFile(ctx context.Context, path string, interval time.Duration, waiting 
 		case <-ctx.Done():
 			f.Close()
 			return nil, fmt.Errorf("waiting for %s: %w", path, ctx.Err())
-		case <-time.After(lockPollInterval):
+		case <-time.After(pollInterval):
 		}
 	}
 }
