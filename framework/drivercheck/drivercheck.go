@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
 )
 
 // Outcome is the verdict on one verb.
@@ -147,7 +149,7 @@ func Check(ctx context.Context, in Input) (*Report, error) {
 		in.NamePrefix = "ccmc-check"
 	}
 	if in.NewName == nil {
-		in.NewName = uniqueName
+		in.NewName = framework.UniqueName
 	}
 	c := &checker{in: in, listed: map[clouddriver.Verb]bool{}, results: map[clouddriver.Verb]*Result{}}
 	c.run(ctx)

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 
@@ -20,19 +19,6 @@ const checkRouteCIDR = "198.18.255.0/24"
 // checkAddress is the address the check gives its own instance: from
 // TEST-NET-3 (RFC 5737).
 var checkAddress = clouddriver.Address{Type: "ExternalIP", Address: "203.0.113.250"}
-
-func uniqueName(prefix string) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	b := make([]byte, 5)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			panic(err)
-		}
-		b[i] = alphabet[n.Int64()]
-	}
-	return prefix + "-" + string(b)
-}
 
 // run checks every verb the driver lists: the handshake first, then the
 // read-only verbs on what the cloud has, then the mutating ones on what the
