@@ -78,6 +78,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newClusterCommand(stdout, stderr),
 		newVersionCommand(stdout),
 		newReleaseCheckCommand(stdout),
+		newMatrixCommand(stdout, stderr),
 	)
 	return root
 }
