@@ -199,6 +199,11 @@ func readSummary(dir string, c *cellResult) {
 	c.Skipped, _ = strconv.Atoi(string(m[3]))
 }
 
+// cellStopWait is how long an interrupted cell's run has, after its
+// SIGINT, to tear its clusters down and write its partial results before
+// it is killed: well above a local cluster's teardown (seconds).
+const cellStopWait = 2 * time.Minute
+
 // execCell runs a cell as `run` in a child process of this binary.
 //
 // A child, not runner.Run in this process: ginkgo runs its specs once per
@@ -219,7 +224,7 @@ func execCell(profilePath, labelFilter string, log io.Writer) cellRunner {
 		// Interrupted, the child tears its cluster down and writes its
 		// partial results, as run does on SIGINT.
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-		cmd.WaitDelay = 2 * time.Minute
+		cmd.WaitDelay = cellStopWait
 		cmd.Stdout, cmd.Stderr = log, log
 		fmt.Fprintf(log, "[ccm-conformance] matrix: %s\n", strings.Join(cmd.Args, " "))
 		start := time.Now()
