@@ -79,6 +79,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newKindCommand(stdout, stderr),
 		newVersionCommand(stdout),
 		newReleaseCheckCommand(stdout),
+		newMatrixCommand(stdout, stderr),
 	)
 	return root
 }
