@@ -48,6 +48,9 @@ func TestIntegrationKindClusterComesUp(t *testing.T) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Skip("no docker CLI")
 	}
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Skipf("the Docker engine does not answer: %s", strings.TrimSpace(string(out)))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
