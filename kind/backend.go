@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kinderrors "sigs.k8s.io/kind/pkg/errors"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 
@@ -157,6 +159,7 @@ type Cluster struct {
 	provider   *kindcluster.Provider
 	progress   io.Writer
 	workers    int
+	hostIP     string // the gateway of the cluster's Docker network
 
 	stopOnce sync.Once
 	stopErr  error
@@ -168,6 +171,8 @@ var (
 	_ cluster.LogExporter = (*Cluster)(nil)
 	_ cluster.PodNetworks = (*Cluster)(nil)
 	_ cluster.Describer   = (*Cluster)(nil)
+	_ cluster.Networked   = (*Cluster)(nil)
+	_ cluster.ImageLoader = (*Cluster)(nil)
 )
 
 func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Cluster, error) {
@@ -273,6 +278,9 @@ func (c *Cluster) afterCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.hostIP, err = c.networkGateway(ctx); err != nil {
+		return err
+	}
 	want := 1 + c.workers
 	var nodes []corev1.Node
 	err = poll(ctx, c.opts.PollInterval, c.opts.NodesTimeout, func(ctx context.Context) (bool, error) {
@@ -354,6 +362,64 @@ func (c *Cluster) containerIPs(ctx context.Context, node string) ([]string, erro
 	return strings.Fields(string(out)), nil
 }
 
+// networkGateway is the IPv4 gateway of the cluster's Docker network: the
+// host's address on it, which every node reaches.
+func (c *Cluster) networkGateway(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, dockerTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, c.realDocker, "network", "inspect", "--format",
+		"{{range .IPAM.Config}}{{.Gateway}} {{end}}", c.name).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("docker network inspect %s: %v: %s", c.name, err, strings.TrimSpace(string(out)))
+	}
+	for _, gw := range strings.Fields(string(out)) {
+		if ip := net.ParseIP(gw); ip != nil && ip.To4() != nil {
+			return gw, nil
+		}
+	}
+	return "", fmt.Errorf("docker network %s has no IPv4 gateway (saw %q)", c.name, strings.TrimSpace(string(out)))
+}
+
+// LoadImage saves image from the Docker engine and imports it into every
+// node's containerd (kind's image loading, without a registry).
+func (c *Cluster) LoadImage(ctx context.Context, image string) error {
+	start := time.Now()
+	archive := filepath.Join(c.dir, "image-load.tar")
+	defer os.Remove(archive)
+	saveCtx, cancel := context.WithTimeout(ctx, 5*dockerTimeout)
+	defer cancel()
+	if out, err := exec.CommandContext(saveCtx, c.realDocker, "save", "--output", archive, image).CombinedOutput(); err != nil {
+		return fmt.Errorf("docker save %s: %v: %s", image, err, strings.TrimSpace(string(out)))
+	}
+	var size int64
+	if info, err := os.Stat(archive); err == nil {
+		size = info.Size()
+	}
+	return c.withEnv(func() error {
+		nodes, err := c.provider.ListInternalNodes(c.name)
+		if err != nil {
+			return fmt.Errorf("listing the nodes of %s: %w", c.name, err)
+		}
+		fmt.Fprintf(c.progress, "kind: loading image %s (%.1f MB) into %d nodes\n", image, float64(size)/1e6, len(nodes))
+		for _, n := range nodes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			f, err := os.Open(archive)
+			if err != nil {
+				return err
+			}
+			err = nodeutils.LoadImageArchive(n, f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("loading image %s into node %s: %w%s", image, n.String(), err, outputTail(err))
+			}
+		}
+		fmt.Fprintf(c.progress, "kind: image %s loaded in %s\n", image, time.Since(start).Round(100*time.Millisecond))
+		return nil
+	})
+}
+
 // dockerExec runs args in a node container.
 func (c *Cluster) dockerExec(ctx context.Context, node string, stdin io.Reader, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, dockerTimeout)
@@ -420,6 +486,7 @@ func (c *Cluster) Kubeconfig() string         { return c.kubeconfig }
 func (c *Cluster) RESTConfig() *rest.Config   { return rest.CopyConfig(c.config) }
 func (c *Cluster) ClusterCIDRs() []string     { return append([]string(nil), c.pods...) }
 func (c *Cluster) Name() string               { return c.name }
+func (c *Cluster) HostIP() string             { return c.hostIP }
 func (c *Cluster) NodeImage() nodeimage.Image { return c.image }
 
 // Metadata says which node image ran and whether the privileged fallback

@@ -73,10 +73,28 @@ func argPatch(path, name, value string) string {
 	return fmt.Sprintf("- op: add\n  path: %s/-\n  value:\n    name: %q\n    value: %q\n", path, name, value)
 }
 
+// kindProviderIDIndex is where kind v0.33.0's kubeadm templates put the
+// kubelet's provider-id in nodeRegistration.kubeletExtraArgs (after
+// node-ip, before node-labels), in both InitConfiguration and
+// JoinConfiguration.
+const kindProviderIDIndex = 1
+
+// dropProviderIDPatch is a JSON 6902 patch (in YAML) that removes kind's
+// --provider-id=kind://docker/<cluster>/<node> from the kubelet's
+// arguments. That ID names kind's own cloud (cloud-provider-kind); the
+// CCM under test must set the node's providerID from its cloud, and a
+// spec must see it do so. The test operation makes the patch, and with it
+// kind's create, fail should a kind version put another argument there.
+func dropProviderIDPatch() string {
+	path := fmt.Sprintf("/nodeRegistration/kubeletExtraArgs/%d", kindProviderIDIndex)
+	return fmt.Sprintf("- op: test\n  path: %s/name\n  value: provider-id\n- op: remove\n  path: %s\n", path, path)
+}
+
 // clusterConfig returns the kind configuration of a cluster: one control
 // plane and in.Workers workers; kubelets and kube-controller-manager with
 // --cloud-provider=external, so that new nodes carry the uninitialized
-// taint until the CCM under test initializes them; no default CNI (the
+// taint until the CCM under test initializes them; kubelets without
+// kind's own provider ID, which the CCM sets; no default CNI (the
 // backend writes a static one per node) and no CoreDNS (no suite needs
 // it, and its image is not built); kubeadm pointed at the node image's
 // etcd; kubelet allowed on cgroup v1.
@@ -110,10 +128,10 @@ func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "ClusterConfiguration",
 				Patch: argPatch("/controllerManager/extraArgs", "cloud-provider", "external")},
 			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "InitConfiguration",
-				Patch: argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external") +
+				Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external") +
 					"- op: add\n  path: /skipPhases/-\n  value: addon/coredns\n"},
 			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "JoinConfiguration",
-				Patch: argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external")},
+				Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external")},
 		},
 	}
 	for i := 0; i < in.Workers; i++ {

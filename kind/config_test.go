@@ -1,6 +1,9 @@
 package kind
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,6 +74,15 @@ func TestClusterConfig(t *testing.T) {
 			t.Errorf("%s: no add of %v at %s; patches: %+v", c.kind, c.value, c.path, got[c.kind])
 		}
 	}
+	// kind's provider ID goes, checked first, from both node
+	// registrations: the CCM under test sets the providerID.
+	for _, kind := range []string{"InitConfiguration", "JoinConfiguration"} {
+		ops := got[kind]
+		if len(ops) < 2 || ops[0].Op != "test" || ops[0].Path != "/nodeRegistration/kubeletExtraArgs/1/name" || ops[0].Value != "provider-id" ||
+			ops[1].Op != "remove" || ops[1].Path != "/nodeRegistration/kubeletExtraArgs/1" {
+			t.Errorf("%s: patch does not start by testing for and removing kind's provider-id: %+v", kind, ops)
+		}
+	}
 	if _, err := configYAML(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +135,52 @@ func TestClusterConfigIPFamilies(t *testing.T) {
 	} {
 		if _, err := clusterConfig(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestKindTemplateHasProviderIDWherePatched reads the kubeadm template of
+// the kind module in go.mod: dropProviderIDPatch removes the kubelet
+// argument at kindProviderIDIndex, which must be kind's provider-id in
+// both node registrations. (The patch's test operation would also stop
+// kind's create; this says why before a cluster is made.)
+func TestKindTemplateHasProviderIDWherePatched(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kind").Output()
+	if err != nil {
+		t.Skipf("go list -m sigs.k8s.io/kind: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "pkg/cluster/internal/kubeadm/config.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v4, ok := strings.Cut(string(src), "const ConfigTemplateBetaV4 = `")
+	if !ok {
+		t.Fatal("kind's kubeadm package has no ConfigTemplateBetaV4")
+	}
+	v4, _, _ = strings.Cut(v4, "`")
+	var lists [][]string
+	lines := strings.Split(v4, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "kubeletExtraArgs:" {
+			continue
+		}
+		var names []string
+		for _, item := range lines[i+1:] {
+			item = strings.TrimSpace(item)
+			if name, ok := strings.CutPrefix(item, "- name: "); ok {
+				names = append(names, strings.Trim(name, `"`))
+			} else if !strings.HasPrefix(item, "value: ") {
+				break
+			}
+		}
+		lists = append(lists, names)
+	}
+	if len(lists) != 2 {
+		t.Fatalf("kind's v1beta4 template has %d kubeletExtraArgs lists, want 2 (init and join): %v", len(lists), lists)
+	}
+	for _, names := range lists {
+		if len(names) <= kindProviderIDIndex || names[kindProviderIDIndex] != "provider-id" {
+			t.Errorf("kind's kubelet arguments %v: want provider-id at index %d", names, kindProviderIDIndex)
 		}
 	}
 }

@@ -9,7 +9,9 @@
 // an optional interface, found by type assertion: simulated nodes
 // (NodeSimulator), logs to keep (LogExporter), work that goes on after
 // Start returned (Finisher), known pod networks (PodNetworks), facts for
-// the run's metadata (Describer), and its build's commit (Versioned).
+// the run's metadata (Describer), its build's commit (Versioned), a
+// network of its own (Networked) and images loaded into its nodes
+// (ImageLoader).
 package cluster
 
 import (
@@ -105,4 +107,23 @@ type Versioned interface {
 // image, which workaround ran), for the run's metadata.
 type Describer interface {
 	Metadata() map[string]string
+}
+
+// Networked is a cluster whose nodes are machines apart from the
+// harness's (containers on a network of their own): it has a name, and an
+// address at which its nodes reach the harness's machine. They are the
+// profile's ${CLUSTER_NAME} and ${HOST_IP}, so that a service the harness
+// starts (a cloud simulator) can listen where a CCM on a node reaches it.
+type Networked interface {
+	Name() string
+	HostIP() string
+}
+
+// ImageLoader is a cluster whose nodes can be given an image of the local
+// Docker engine without a registry (kind). The harness deploys a CCM image
+// into such a cluster rather than running it beside the cluster.
+type ImageLoader interface {
+	// LoadImage makes image (a reference or ID the Docker engine knows)
+	// available to every node's container runtime under its tags.
+	LoadImage(ctx context.Context, image string) error
 }

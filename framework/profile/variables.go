@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -31,6 +32,14 @@ const (
 	// expanded; VarFreePort+"_"+NAME is another one per NAME. Within one
 	// instance the same name gives the same port (see Expander).
 	VarFreePort = "FREE_PORT"
+	// VarClusterName is the cluster's name as its backend knows it (a
+	// kind cluster's name); a backend without one cannot expand it.
+	VarClusterName = "CLUSTER_NAME"
+	// VarHostIP is an address of the harness's machine that the cluster's
+	// nodes reach (the gateway of a kind cluster's Docker network; the
+	// loopback address on the local backend, whose nodes are simulated
+	// by the harness itself).
+	VarHostIP = "HOST_IP"
 )
 
 var (
@@ -39,7 +48,8 @@ var (
 	freePortName = regexp.MustCompile(`^[A-Z0-9_]+$`)
 )
 
-var fixedVariables = map[string]bool{VarProfileDir: true, VarRunDir: true, VarKubeconfig: true, VarInstance: true, VarFreePort: true}
+var fixedVariables = map[string]bool{VarProfileDir: true, VarRunDir: true, VarKubeconfig: true, VarInstance: true, VarFreePort: true,
+	VarClusterName: true, VarHostIP: true}
 
 // portVariable reports whether name is ${FREE_PORT} or ${FREE_PORT_NAME}.
 func portVariable(name string) bool {
@@ -96,6 +106,13 @@ type ExpanderInput struct {
 	// FreePort picks the ports of ${FREE_PORT} and ${FREE_PORT_NAME}.
 	// Default FreeLoopbackPort.
 	FreePort PortAllocator
+	// ClusterName is ${CLUSTER_NAME}; "" where the backend has none.
+	ClusterName string
+	// HostIP is ${HOST_IP}; default 127.0.0.1.
+	HostIP string
+	// Backend names the backend in the error for a variable it cannot
+	// expand.
+	Backend string
 }
 
 // maxPortTries bounds how often a port is asked for until one comes that
@@ -148,6 +165,7 @@ func (s *portScope) lookup(name string) (int, bool) {
 // every other name (so two CCM instances never listen on the same port).
 type Expander struct {
 	vars     map[string]string
+	backend  string
 	pool     *portPool
 	ports    *portScope
 	shared   *portScope // the run's own ports; nil in the run's own expander
@@ -160,12 +178,20 @@ func (p *Profile) NewExpander(in ExpanderInput) *Expander {
 	if alloc == nil {
 		alloc = FreeLoopbackPort
 	}
+	if in.HostIP == "" {
+		in.HostIP = "127.0.0.1"
+	}
+	vars := map[string]string{
+		VarProfileDir: p.Dir, VarRunDir: in.RunDir, VarKubeconfig: in.Kubeconfig, VarInstance: "0", VarHostIP: in.HostIP,
+	}
+	if in.ClusterName != "" {
+		vars[VarClusterName] = in.ClusterName
+	}
 	return &Expander{
-		vars: map[string]string{
-			VarProfileDir: p.Dir, VarRunDir: in.RunDir, VarKubeconfig: in.Kubeconfig, VarInstance: "0",
-		},
-		pool:  &portPool{alloc: alloc, taken: map[int]bool{}},
-		ports: &portScope{byName: map[string]int{}},
+		vars:    vars,
+		backend: in.Backend,
+		pool:    &portPool{alloc: alloc, taken: map[int]bool{}},
+		ports:   &portScope{byName: map[string]int{}},
 	}
 }
 
@@ -182,7 +208,7 @@ func (e *Expander) ForInstance(n int) *Expander {
 	if shared == nil {
 		shared = e.ports
 	}
-	return &Expander{vars: vars, pool: e.pool, ports: &portScope{byName: map[string]int{}}, shared: shared, instance: n}
+	return &Expander{vars: vars, backend: e.backend, pool: e.pool, ports: &portScope{byName: map[string]int{}}, shared: shared, instance: n}
 }
 
 // Instance is the value of ${INSTANCE}.
@@ -209,13 +235,18 @@ func (e *Expander) port(name string) (int, error) {
 }
 
 // Expand substitutes every ${NAME} in s. Validation has already rejected
-// unknown names; the error is a port that could not be found.
+// unknown names; the error is a port that could not be found, or a
+// variable the run's backend has no value for.
 func (e *Expander) Expand(s string) (string, error) {
 	var firstErr error
 	out := variableRef.ReplaceAllStringFunc(s, func(ref string) string {
 		name := variableRef.FindStringSubmatch(ref)[1]
 		if !portVariable(name) {
-			return e.vars[name]
+			v, ok := e.vars[name]
+			if !ok && firstErr == nil {
+				firstErr = fmt.Errorf("${%s}: the %s backend has no value for it", name, cmp.Or(e.backend, "run's"))
+			}
+			return v
 		}
 		port, err := e.port(name)
 		if err != nil {

@@ -34,6 +34,7 @@ func TestExpand(t *testing.T) {
 			{-1, "unix://${RUN_DIR}/cloud.sock", "unix:///run/x/cloud.sock"},
 			{-1, "--kubeconfig=${KUBECONFIG}", "--kubeconfig=/run/x/kubeconfig"},
 			{-1, "no variables", "no variables"},
+			{-1, "tcp://${HOST_IP}:1", "tcp://127.0.0.1:1"},
 		}},
 		{"instance numbers", []struct {
 			instance int
@@ -88,6 +89,19 @@ func TestExpand(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestExpandClusterVariables(t *testing.T) {
+	p := &Profile{Dir: "/profiles"}
+	kind := p.NewExpander(ExpanderInput{ClusterName: "ccmc-1", HostIP: "172.18.0.1", Backend: "kind"}).ForInstance(1)
+	if got, err := kind.Expand("--kind-cluster=${CLUSTER_NAME} tcp://${HOST_IP}:80"); err != nil || got != "--kind-cluster=ccmc-1 tcp://172.18.0.1:80" {
+		t.Errorf("kind: got %q, %v", got, err)
+	}
+	local := p.NewExpander(ExpanderInput{Backend: "local"})
+	_, err := local.Expand("${CLUSTER_NAME}")
+	if err == nil || !strings.Contains(err.Error(), "${CLUSTER_NAME}: the local backend has no value for it") {
+		t.Errorf("local: ${CLUSTER_NAME} expanded with error %v, want one naming the variable and the backend", err)
 	}
 }
 

@@ -38,6 +38,9 @@ type Options struct {
 	// HealthCheckInterval is how often load balancers probe their
 	// backends' health check node port; default 1s.
 	HealthCheckInterval time.Duration
+	// Machines act on the real machines behind adopted instances
+	// (Adopt); nil when every instance is simulated.
+	Machines Machines
 }
 
 // maxCalls bounds the call log; older calls are dropped.
@@ -68,6 +71,8 @@ type Server struct {
 type instanceRecord struct {
 	Instance
 	seq int
+	// machine says a real machine is behind the instance (Adopt).
+	machine bool
 }
 
 type routeRecord struct {
@@ -381,6 +386,9 @@ func (s *Server) getInstance(r *http.Request) (any, error) {
 }
 
 func (s *Server) deleteInstance(r *http.Request) (any, error) {
+	if err := s.onMachine(r, "deleting", Machines.Delete); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, err := s.instance(r)
@@ -393,7 +401,14 @@ func (s *Server) deleteInstance(r *http.Request) (any, error) {
 }
 
 func (s *Server) setState(state string) func(*http.Request) (any, error) {
+	act, what := Machines.Stop, "stopping"
+	if state == StateRunning {
+		act, what = Machines.Start, "starting"
+	}
 	return func(r *http.Request) (any, error) {
+		if err := s.onMachine(r, what, act); err != nil {
+			return nil, err
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		rec, err := s.instance(r)
@@ -420,6 +435,9 @@ func (s *Server) setAddresses(r *http.Request) (any, error) {
 	rec, err := s.instance(r)
 	if err != nil {
 		return nil, err
+	}
+	if rec.machine {
+		return nil, conflict("instance %s is a real machine (adopted): its addresses are the machine's own", rec.Name)
 	}
 	rec.Addresses = slices.Clone(req.Addresses)
 	if rec.Addresses == nil {

@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ func run(args []string) int {
 	nodeRange := fs.String("node-ip-range", rangeAuto, `IPv4 range of instance InternalIPs; keep it on loopback so simulated nodes can listen on them. "auto" takes the lower half of a loopback /16 that no other running reference cloud has`)
 	ingressRange := fs.String("ingress-ip-range", rangeAuto, `IPv4 range of load balancer ingress IPs; load balancers listen on them, so two clouds on one machine need different ranges. "auto" takes the upper half of the same /16 as --node-ip-range=auto`)
 	noDataPath := fs.Bool("no-data-path", false, "keep load balancers as records only; nothing listens on their ingress IPs")
+	kindCluster := fs.String("kind-cluster", "", "adopt the node containers of this kind cluster as instances (docker CLI): their addresses are the containers', and stopping, starting or deleting an instance does so to its container")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -74,7 +76,20 @@ func run(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *listen, opts, logger); err != nil {
+	var machines []cloudapi.Machine
+	if *kindCluster != "" {
+		km := kindMachines{docker: "docker", cluster: *kindCluster}
+		if machines, err = km.List(ctx); err != nil {
+			logger.Printf("--kind-cluster %s: %v", *kindCluster, err)
+			return 2
+		}
+		if len(machines) == 0 {
+			logger.Printf("--kind-cluster %s: no node containers carry the label %s=%s", *kindCluster, kindClusterLabel, *kindCluster)
+			return 2
+		}
+		opts.Machines = km
+	}
+	if err := serve(ctx, *listen, opts, machines, logger); err != nil {
 		logger.Print(err)
 		return 1
 	}
@@ -83,13 +98,21 @@ func run(args []string) int {
 
 // serve runs the cloud on endpoint until ctx ends, then closes the
 // listener (removing a unix socket) and every load balancer.
-func serve(ctx context.Context, endpoint string, opts cloudapi.Options, logger *log.Logger) error {
+func serve(ctx context.Context, endpoint string, opts cloudapi.Options, machines []cloudapi.Machine, logger *log.Logger) error {
 	l, err := cloudapi.Listen(endpoint)
 	if err != nil {
 		return err
 	}
 	cloud := cloudapi.NewServer(opts)
 	defer cloud.Close()
+	adopted, err := cloud.Adopt(machines)
+	if err != nil {
+		_ = l.Close()
+		return fmt.Errorf("adopting the machines: %w", err)
+	}
+	for _, in := range adopted {
+		logger.Printf("adopted machine %s as instance %s (%s, %s)", in.Name, in.ID, in.ProviderID, formatAddresses(in.Addresses))
+	}
 	hs := &http.Server{Handler: cloud.Handler(), ReadHeaderTimeout: 10 * time.Second}
 
 	done := make(chan error, 1)
@@ -124,4 +147,12 @@ func parseIPv4Range(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("%s is not an IPv4 range", s)
 	}
 	return p.Masked(), nil
+}
+
+func formatAddresses(addrs []cloudapi.Address) string {
+	parts := make([]string, len(addrs))
+	for i, a := range addrs {
+		parts[i] = a.Type + "=" + a.Address
+	}
+	return strings.Join(parts, " ")
 }

@@ -19,7 +19,7 @@ func TestServeUnixSocket(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, "unix://"+sock, cloudapi.Options{DisableDataPath: true}, log.New(io.Discard, "", 0))
+		done <- serve(ctx, "unix://"+sock, cloudapi.Options{DisableDataPath: true}, nil, log.New(io.Discard, "", 0))
 	}()
 
 	deadline := time.Now().Add(5 * time.Second)

@@ -1,0 +1,94 @@
+package cloudapi
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeMachines records what the cloud asks of its machines and fails the
+// names in fail.
+type fakeMachines struct {
+	mu    sync.Mutex
+	calls []string
+	fail  map[string]bool
+}
+
+func (f *fakeMachines) act(verb, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, verb+" "+name)
+	if f.fail[name] {
+		return errors.New("the engine said no")
+	}
+	return nil
+}
+
+func (f *fakeMachines) Stop(_ context.Context, name string) error   { return f.act("stop", name) }
+func (f *fakeMachines) Start(_ context.Context, name string) error  { return f.act("start", name) }
+func (f *fakeMachines) Delete(_ context.Context, name string) error { return f.act("delete", name) }
+
+func TestAdoptedMachines(t *testing.T) {
+	ctx := context.Background()
+	machines := &fakeMachines{fail: map[string]bool{"broken": true}}
+	s, c := newTestCloud(t, Options{Machines: machines, DisableDataPath: true})
+	adopted, err := s.Adopt([]Machine{
+		{Name: "kind-worker", Addresses: []Address{{Type: AddressInternalIP, Address: "172.18.0.3"}, {Type: AddressHostname, Address: "kind-worker"}}},
+		{Name: "broken", Addresses: []Address{{Type: AddressInternalIP, Address: "172.18.0.4"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(adopted) != 2 || adopted[0].State != StateRunning || adopted[0].Zone == adopted[1].Zone || !strings.HasPrefix(adopted[0].ProviderID, providerIDPrefix) {
+		t.Fatalf("adopted %+v: want two running instances in different zones with the cloud's providerIDs", adopted)
+	}
+	worker, broken := adopted[0], adopted[1]
+
+	// A simulated instance next to them has no machine to act on.
+	sim, err := c.CreateInstance(ctx, CreateInstanceRequest{Name: "simulated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StopInstance(ctx, sim.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := c.StopInstance(ctx, worker.ID)
+	if err != nil || got.State != StateStopped {
+		t.Fatalf("stopping %s: %+v, %v", worker.Name, got, err)
+	}
+	if got, err = c.StartInstance(ctx, worker.ID); err != nil || got.State != StateRunning {
+		t.Fatalf("starting %s: %+v, %v", worker.Name, got, err)
+	}
+	// A machine that fails to stop leaves its instance running, and the
+	// caller learns why.
+	if _, err := c.StopInstance(ctx, broken.ID); err == nil || !strings.Contains(err.Error(), "stopping the machine of instance broken: the engine said no") {
+		t.Errorf("stopping broken: %v, want the machine's error", err)
+	}
+	if in, err := c.GetInstance(ctx, broken.ID); err != nil || in.State != StateRunning {
+		t.Errorf("broken after a failed stop: %+v, %v; want running", in, err)
+	}
+	// A real machine's addresses are its own.
+	if _, err := c.SetAddresses(ctx, worker.ID, []Address{{Type: AddressInternalIP, Address: "10.0.0.1"}}); !IsConflict(err) {
+		t.Errorf("setting the addresses of %s: %v, want a conflict", worker.Name, err)
+	}
+	if err := c.DeleteInstance(ctx, worker.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetInstance(ctx, worker.ID); !IsNotFound(err) {
+		t.Errorf("%s after delete: %v, want not found", worker.Name, err)
+	}
+	want := []string{"stop kind-worker", "start kind-worker", "stop broken", "delete kind-worker"}
+	if !reflect.DeepEqual(machines.calls, want) {
+		t.Errorf("machine calls %q, want %q", machines.calls, want)
+	}
+	if _, err := s.Adopt([]Machine{{Name: "simulated"}}); err == nil {
+		t.Error("adopting a name the cloud has was accepted")
+	}
+	if _, err := s.Adopt([]Machine{{Name: "bad", Addresses: []Address{{Type: AddressInternalIP, Address: "not-an-ip"}}}}); err == nil {
+		t.Error("adopting a machine with a malformed address was accepted")
+	}
+}
