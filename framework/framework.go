@@ -63,6 +63,11 @@ type Framework struct {
 	// CCMInstances starts more instances of the CCM under test, or stops
 	// the main one; nil when the harness does not run the CCM.
 	CCMInstances CCMs
+	// NodesAwaitingCCM are the real nodes that carried the uninitialized
+	// taint when the harness deployed the CCM under test (kind): a spec
+	// that sees them initialized has seen the CCM act, as it does on a
+	// machine that joins. Empty where the nodes are simulated.
+	NodesAwaitingCCM []string
 }
 
 func skip(message string) { ginkgo.Skip(message) }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	nodehelpers "k8s.io/cloud-provider/node/helpers"
@@ -28,6 +29,23 @@ func Uninitialized(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// UninitializedNodes lists the names of the cluster's nodes that carry the
+// uninitialized taint, sorted.
+func UninitializedNodes(ctx context.Context, client kubernetes.Interface) ([]string, error) {
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	var names []string
+	for i := range list.Items {
+		if Uninitialized(&list.Items[i]) {
+			names = append(names, list.Items[i].Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // HasTaint reports whether the node has a taint with key.

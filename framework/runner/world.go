@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,6 +80,9 @@ type world struct {
 	machines     *framework.Machines
 	kubelets     *nodes.Pool
 	nodes        []string // the simulated nodes registered at setup
+	// awaitingCCM are the nodes that carried the uninitialized taint when
+	// the CCM was deployed (real nodes only).
+	awaitingCCM []string
 
 	// info collects what the world learns about itself for the reports.
 	info RunInfo
@@ -129,7 +135,11 @@ func (w *world) setUp(ctx context.Context) error {
 	if err := w.timed("cluster", func() error { return w.startCluster(ctx) }); err != nil {
 		return err
 	}
-	w.expander = w.profile.NewExpander(profile.ExpanderInput{RunDir: w.runDir, Kubeconfig: w.cluster.Kubeconfig()})
+	in := profile.ExpanderInput{RunDir: w.runDir, Kubeconfig: w.cluster.Kubeconfig(), Backend: w.backend.Name()}
+	if nw, ok := w.cluster.(cluster.Networked); ok {
+		in.ClusterName, in.HostIP = nw.Name(), nw.HostIP()
+	}
+	w.expander = w.profile.NewExpander(in)
 	w.ccmExpander = w.expander.ForInstance(0)
 	err = w.timed("cloud", func() error {
 		for _, s := range w.profile.Services {
@@ -311,6 +321,9 @@ func (w *world) startCCM(ctx context.Context) error {
 		w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
 		return nil
 	}
+	if loader, ok := w.cluster.(cluster.ImageLoader); ok && w.profile.CCM.Image != nil {
+		return w.deployCCMImage(ctx, loader)
+	}
 	if w.profile.CCM.Image != nil {
 		// A harness killed with SIGKILL could not remove its containers.
 		removed, err := ccm.RemoveOrphans(ctx, "")
@@ -327,6 +340,46 @@ func (w *world) startCCM(ctx context.Context) error {
 	}
 	w.ccm = &mainCCM{current: p}
 	w.onTeardown("stop ccm", w.ccm.Stop)
+	return nil
+}
+
+// deployCCMImage loads the profile's CCM image into the cluster's nodes
+// and deploys it there (ccm.StandardDeployment: a ServiceAccount, its
+// RBAC and a Deployment on the control plane, leader election on). The
+// nodes that await the CCM's initialization at that moment are recorded,
+// so that specs can see the CCM act on them.
+func (w *world) deployCCMImage(ctx context.Context, loader cluster.ImageLoader) error {
+	img := w.profile.CCM.Image
+	// The tag, not the ID: an image saved by ID has no name in the nodes.
+	if err := loader.LoadImage(ctx, img.Reference); err != nil {
+		return &SetupError{Step: "ccm image", Err: err}
+	}
+	args, err := w.ccmExpander.ExpandAll(img.Args)
+	if err != nil {
+		return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.args: %w", err)}
+	}
+	env := map[string]string{}
+	for k, v := range img.Env {
+		if env[k], err = w.ccmExpander.Expand(v); err != nil {
+			return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.env %s: %w", k, err)}
+		}
+	}
+	w.info.CCMEnv = slices.Sorted(maps.Keys(env))
+	if w.awaitingCCM, err = framework.UninitializedNodes(ctx, w.client); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	d := ccm.StandardDeployment{Image: img.Reference, Args: args, Env: env, RunID: w.runID}
+	if err := d.Apply(ctx, w.client); err != nil {
+		return &SetupError{Step: "ccm deployment", Err: err}
+	}
+	w.onTeardown("delete the CCM's deployment", func(ctx context.Context) error { return d.Delete(ctx, w.client) })
+	w.logf("deployed the CCM image %s into the cluster (Deployment %s/%s, pods %q): %s",
+		img.Reference, cmp.Or(d.Namespace, ccm.StandardNamespace), cmp.Or(d.Name, ccm.StandardName), d.Selector(), strings.Join(d.ContainerArgs(), " "))
+	if err := d.WaitAvailable(ctx, w.client, w.profile.Timeout(profile.CCMReady)); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	w.deployed = d.Deployed(w.client)
+	w.logf("the CCM's pod is available; %d nodes await its initialization: %s", len(w.awaitingCCM), strings.Join(w.awaitingCCM, ", "))
 	return nil
 }
 
@@ -607,6 +660,7 @@ func (w *world) framework() *framework.Framework {
 	if w.deployed != nil {
 		f.CCM = w.deployed
 	}
+	f.NodesAwaitingCCM = w.awaitingCCM
 	f.ClusterCIDRs = w.profile.Cluster.ClusterCIDRs
 	if pn, ok := w.cluster.(cluster.PodNetworks); ok {
 		f.ClusterCIDRs = pn.ClusterCIDRs()

@@ -37,7 +37,7 @@ func declare(f *framework.Framework) {
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				nodes = v.Nodes()
 				_, err := v.Node(joined)
-				g.Expect(err).NotTo(HaveOccurred(), "node %s (joined during the spec)", joined)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s (joined during the run)", joined)
 				for i := range nodes {
 					n := &nodes[i]
 					g.Expect(framework.Uninitialized(n)).To(BeFalse(),
@@ -170,14 +170,19 @@ func declare(f *framework.Framework) {
 	})
 }
 
-// joinNode adds a machine for the spec and returns its node's name; the
-// machine goes when the spec ends. On a cluster where the harness cannot
-// add one, the spec skips: there it would only read what was written before
-// the run, perhaps by another CCM, and could not tell a CCM that acts from
-// one that does nothing.
+// joinNode returns the name of a node the spec sees the CCM initialize:
+// a machine it adds, which goes when the spec ends, or, on real nodes the
+// harness cannot add to, one that still carried the uninitialized taint
+// when the harness deployed the CCM (kind). On a cluster with neither the
+// spec skips: there it would only read what was written before the run,
+// perhaps by another CCM, and could not tell a CCM that acts from one that
+// does nothing.
 func joinNode(ctx context.Context, f *framework.Framework) string {
 	if f.Machines == nil {
-		Skip("the harness cannot add a machine to this cluster, so the spec cannot see the CCM initialize a node; reading the nodes that exist would only show what was written before the run")
+		if len(f.NodesAwaitingCCM) > 0 {
+			return f.NodesAwaitingCCM[0]
+		}
+		Skip("the harness cannot add a machine to this cluster, and no node awaited the CCM when the run began, so the spec cannot see the CCM initialize a node; reading the nodes that exist would only show what was written before the run")
 	}
 	f.RequireMachines()
 	m, err := f.Machines.Add(ctx, framework.MachineRequest{})
