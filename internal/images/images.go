@@ -72,6 +72,42 @@ func ReferenceTargets() []Target {
 	}
 }
 
+// EchoServerTargets are the echo server, the backend pod of the data path
+// specs on real clusters (docs/images.md, "The echo server"). They are
+// not among ReferenceTargets: `make images` does not build them.
+func EchoServerTargets() []Target {
+	return []Target{
+		{Name: "echo-server", Package: "./cmd/echo-server", Description: "A backend for load balancer data path tests: answers every TCP connection, UDP datagram and HTTP GET / with one line, echo pod=<pod> node=<node> client=<ip>"},
+	}
+}
+
+// The names of the sets of targets TargetSet knows.
+const (
+	SetReference  = "reference"
+	SetEchoServer = "echo-server"
+	SetAll        = "all"
+)
+
+// TargetSetNames are the names TargetSet takes, in the order to list them.
+func TargetSetNames() []string {
+	return []string{SetReference, SetEchoServer, SetAll}
+}
+
+// TargetSet returns the targets of a set: SetReference (ReferenceTargets,
+// the default of build-images), SetEchoServer (EchoServerTargets) or
+// SetAll (both).
+func TargetSet(name string) ([]Target, error) {
+	switch name {
+	case SetReference:
+		return ReferenceTargets(), nil
+	case SetEchoServer:
+		return EchoServerTargets(), nil
+	case SetAll:
+		return append(ReferenceTargets(), EchoServerTargets()...), nil
+	}
+	return nil, fmt.Errorf("unknown set of targets %q: expected one of %s", name, strings.Join(TargetSetNames(), ", "))
+}
+
 // Options configure Build. Every field has a default.
 type Options struct {
 	// RepoDir is the module root the targets are built in. Default: the

@@ -347,3 +347,48 @@ func TestDescribeVersion(t *testing.T) {
 		}
 	}
 }
+
+// The sets of build-images --targets: the default is exactly what `make
+// images` built before there were sets, and every target's package is a
+// main package of this module.
+func TestTargetSet(t *testing.T) {
+	names := func(ts []Target) string {
+		var s []string
+		for _, t := range ts {
+			s = append(s, t.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, tt := range []struct {
+		set, want string
+	}{
+		{set: SetReference, want: "reference-ccm,reference-cloud"},
+		{set: SetEchoServer, want: "echo-server"},
+		{set: SetAll, want: "reference-ccm,reference-cloud,echo-server"},
+	} {
+		t.Run(tt.set, func(t *testing.T) {
+			ts, err := TargetSet(tt.set)
+			if err != nil {
+				t.Fatalf("TargetSet(%q): %v", tt.set, err)
+			}
+			if got := names(ts); got != tt.want {
+				t.Fatalf("TargetSet(%q) = %s, want %s", tt.set, got, tt.want)
+			}
+			for _, target := range ts {
+				if target.Description == "" {
+					t.Errorf("%s has no description", target.Name)
+				}
+				main, err := os.ReadFile(filepath.Join("..", "..", target.Package, "main.go"))
+				if err != nil || !strings.Contains(string(main), "package main") {
+					t.Errorf("%s: package %s has no main.go of package main (%v)", target.Name, target.Package, err)
+				}
+			}
+		})
+	}
+	if got, want := names(ReferenceTargets()), "reference-ccm,reference-cloud"; got != want {
+		t.Errorf("ReferenceTargets() = %s, want %s (make images builds them)", got, want)
+	}
+	if _, err := TargetSet("echo"); err == nil || !strings.Contains(err.Error(), "expected one of reference, echo-server, all") {
+		t.Errorf("TargetSet(\"echo\"): %v, want an error listing the sets", err)
+	}
+}

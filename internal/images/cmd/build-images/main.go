@@ -1,6 +1,7 @@
-// Command build-images builds the reference provider's CCM and cloud into
-// OCI images FROM scratch and loads them into the local Docker engine.
-// `make images` runs it; see docs/images.md.
+// Command build-images builds the reference provider's CCM and cloud (or,
+// with --targets, the echo server) into OCI images FROM scratch and loads
+// them into the local Docker engine. `make images` runs it; see
+// docs/images.md.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/images"
@@ -21,11 +23,18 @@ func main() {
 	fs.StringVar(&opts.Repository, "repository", images.DefaultRepository, "prefix of the images' names")
 	fs.StringVar(&opts.Version, "version", "", "version tag and label (default git describe --tags --always --dirty)")
 	fs.BoolVar(&opts.Load, "load", true, "load the images into the local Docker engine (docker load -i)")
+	set := fs.String("targets", images.SetReference, "images to build: "+strings.Join(images.TargetSetNames(), ", "))
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "build-images: unexpected arguments %q\n", fs.Args())
 		os.Exit(2)
 	}
+	targets, err := images.TargetSet(*set)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build-images: --targets: %v\n", err)
+		os.Exit(2)
+	}
+	opts.Targets = targets
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	opts.Progress = os.Stdout
