@@ -51,6 +51,15 @@ func (d *Deployed) Log(ctx context.Context) (string, error) {
 	}
 	var b strings.Builder
 	for _, p := range pods {
+		if restarted(p) {
+			// A CCM that crashed said why in its previous container's log.
+			opts := &corev1.PodLogOptions{Container: d.Container, Previous: true}
+			if stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx); err == nil {
+				fmt.Fprintf(&b, "== %s (the container before its last restart)\n", p.Name)
+				_, _ = io.Copy(&b, io.LimitReader(stream, 16<<20))
+				stream.Close()
+			}
+		}
 		opts := &corev1.PodLogOptions{Container: d.Container}
 		stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
 		if err != nil {
@@ -65,4 +74,14 @@ func (d *Deployed) Log(ctx context.Context) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// restarted says whether a container of the pod has restarted.
+func restarted(p corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.RestartCount > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -371,7 +371,8 @@ func (d StandardDeployment) deployment() (*appsv1.Deployment, error) {
 							corev1.ResourceCPU:    resource.MustParse("100m"),
 							corev1.ResourceMemory: resource.MustParse("64Mi"),
 						}},
-						LivenessProbe: probe,
+						LivenessProbe:  probe,
+						ReadinessProbe: readinessProbe(probe),
 						SecurityContext: &corev1.SecurityContext{
 							RunAsNonRoot:             ptr.To(true),
 							AllowPrivilegeEscalation: ptr.To(false),
@@ -419,6 +420,18 @@ func livenessProbe(args []string) (*corev1.Probe, error) {
 		TimeoutSeconds:      5,
 		FailureThreshold:    3,
 	}, nil
+}
+
+// readinessProbe is the liveness probe asked every second from the start,
+// so that the pod is Ready (and the Deployment available) only once the
+// CCM serves /healthz, never merely because its process started.
+func readinessProbe(liveness *corev1.Probe) *corev1.Probe {
+	if liveness == nil {
+		return nil
+	}
+	p := liveness.DeepCopy()
+	p.InitialDelaySeconds, p.PeriodSeconds, p.TimeoutSeconds, p.FailureThreshold = 0, 1, 1, 1
+	return p
 }
 
 // Apply creates each object, or updates it to what Objects says where it

@@ -372,7 +372,14 @@ func (w *world) deployCCMImage(ctx context.Context, loader cluster.ImageLoader) 
 	if err := d.Apply(ctx, w.client); err != nil {
 		return &SetupError{Step: "ccm deployment", Err: err}
 	}
-	w.onTeardown("delete the CCM's deployment", func(ctx context.Context) error { return d.Delete(ctx, w.client) })
+	w.onTeardown("delete the CCM's deployment", func(ctx context.Context) error {
+		// The pods' logs go with them: keep them first.
+		logs, err := d.Deployed(w.client).Log(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(w.logDir, "ccm.log"), []byte(logs), 0o644)
+		}
+		return errors.Join(err, d.Delete(ctx, w.client))
+	})
 	w.logf("deployed the CCM image %s into the cluster (Deployment %s/%s, pods %q): %s",
 		img.Reference, cmp.Or(d.Namespace, ccm.StandardNamespace), cmp.Or(d.Name, ccm.StandardName), d.Selector(), strings.Join(d.ContainerArgs(), " "))
 	if err := d.WaitAvailable(ctx, w.client, w.profile.Timeout(profile.CCMReady)); err != nil {

@@ -364,6 +364,18 @@ func debianLayerEntries(root string) ([]layerFile, error) {
 		rel, _ := filepath.Rel(root, a)
 		paths[filepath.ToSlash(rel)] = true
 	}
+	// The names on PATH (/usr/sbin/iptables) are links to those
+	// alternatives that update-alternatives made, not files of a package.
+	for _, dir := range []string{"usr/sbin", "usr/bin"} {
+		links, _ := filepath.Glob(filepath.Join(root, dir, "*"))
+		for _, l := range links {
+			target, err := os.Readlink(l)
+			if err == nil && strings.HasPrefix(target, "/etc/alternatives/ip") {
+				rel, _ := filepath.Rel(root, l)
+				paths[filepath.ToSlash(rel)] = true
+			}
+		}
+	}
 	paths["etc"], paths["etc/alternatives"] = true, true
 	// Canonicalize through the merged-/usr links (lib -> usr/lib), keeping
 	// the links themselves.

@@ -69,9 +69,18 @@ const (
 	EnvDebianMirror = "CCM_CONFORMANCE_DEBIAN_MIRROR"
 )
 
-// recipeVersion changes whenever the way an image is assembled changes, so
-// that images of an older recipe are not taken for current ones.
-const recipeVersion = "1"
+// recipeVersion changes whenever the way an image or its image tarballs
+// are assembled changes, so that images of an older recipe are not taken
+// for current ones. rootfsRecipeVersion changes only with the way the root
+// filesystem is made, which then is made anew.
+//
+// Recipe 2: kube-proxy's image has the update-alternatives links
+// (/usr/sbin/iptables -> /etc/alternatives/iptables); without them it
+// found no iptables on PATH and crash-looped.
+const (
+	recipeVersion       = "2"
+	rootfsRecipeVersion = "1"
+)
 
 // Packages are what debootstrap installs besides the minbase variant:
 // what kind's base image installs that Debian has (systemd, containerd,
@@ -214,7 +223,7 @@ func (k Key) rootfsHash() string {
 	data, _ := json.Marshal(struct {
 		Recipe, Kind, Suite, Mirror, Arch string
 		Packages                          []string
-	}{k.Recipe, k.Kind, k.DebianSuite, k.DebianMirror, k.Arch, k.Packages})
+	}{rootfsRecipeVersion, k.Kind, k.DebianSuite, k.DebianMirror, k.Arch, k.Packages})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:12]
 }

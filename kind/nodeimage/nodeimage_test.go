@@ -75,7 +75,7 @@ func TestTagChangesWithEveryInput(t *testing.T) {
 		"kubernetes": func(k *Key) { k.Kubernetes = "v1.37.3" },
 		"etcd":       func(k *Key) { k.Etcd = "v3.6.17" },
 		"kind":       func(k *Key) { k.Kind = "v0.34.0" },
-		"recipe":     func(k *Key) { k.Recipe = "2" },
+		"recipe":     func(k *Key) { k.Recipe = "recipe-under-test" },
 		"mirror":     func(k *Key) { k.DebianMirror = "http://other/debian" },
 		"packages":   func(k *Key) { k.Packages = append(append([]string(nil), k.Packages...), "vim") },
 	}
@@ -91,6 +91,12 @@ func TestTagChangesWithEveryInput(t *testing.T) {
 	k.Kubernetes, k.Etcd = "v1.38.0", "v3.7.0"
 	if k.rootfsHash() != base.rootfsHash() {
 		t.Error("the root filesystem's key changed with the Kubernetes version")
+	}
+	// Nor on the image's recipe: it has one of its own.
+	k = base
+	k.Recipe = "recipe-under-test"
+	if k.rootfsHash() != base.rootfsHash() {
+		t.Error("the root filesystem's key changed with the image's recipe")
 	}
 	k = base
 	k.DebianMirror = "http://other/debian"
@@ -279,6 +285,10 @@ func TestDebianLayerEntries(t *testing.T) {
 	if err := os.Symlink("/usr/sbin/xtables-nft-multi", filepath.Join(root, "etc/alternatives/iptables")); err != nil {
 		t.Fatal(err)
 	}
+	// update-alternatives' link on PATH, in no package's file list.
+	if err := os.Symlink("/etc/alternatives/iptables", filepath.Join(root, "usr/sbin/iptables")); err != nil {
+		t.Fatal(err)
+	}
 	entries, err := debianLayerEntries(root)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +297,7 @@ func TestDebianLayerEntries(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.name)
 	}
-	want := []string{"etc", "etc/alternatives", "etc/alternatives/iptables", "lib", "usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu/libc.so.6", "usr/sbin", "usr/sbin/conntrack", "usr/sbin/xtables-nft-multi"}
+	want := []string{"etc", "etc/alternatives", "etc/alternatives/iptables", "lib", "usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu/libc.so.6", "usr/sbin", "usr/sbin/conntrack", "usr/sbin/iptables", "usr/sbin/xtables-nft-multi"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("entries:\n got %v\nwant %v", names, want)
 	}
