@@ -68,6 +68,11 @@ type Framework struct {
 	// that sees them initialized has seen the CCM act, as it does on a
 	// machine that joins. Empty where the nodes are simulated.
 	NodesAwaitingCCM []string
+	// EchoImage is the echo server image (cmd/echo-server) the data path
+	// specs run as a Service's backend pods on real nodes; "" where the
+	// nodes are simulated (their kube-proxy answers) or the harness has
+	// none for the cluster.
+	EchoImage string
 }
 
 func skip(message string) { ginkgo.Skip(message) }
@@ -155,3 +160,27 @@ func quoteVerbs(verbs []clouddriver.Verb) string {
 // have, in any environment. It is not a capability, so it never causes a
 // skip.
 const ReleaseBlocking = "ReleaseBlocking"
+
+// JoiningNode returns the name of a node on which the spec can see the CCM
+// act (what it does, as in "program a route", is for the skip message): a
+// machine it adds, which goes when the spec ends, or, on real nodes the
+// harness cannot add to, one that still carried the uninitialized taint
+// when the harness deployed the CCM (kind). On a cluster with neither the
+// spec skips: there it would only read what was written before the run,
+// perhaps by another CCM, and could not tell a CCM that acts from one that
+// does nothing.
+func (f *Framework) JoiningNode(ctx context.Context, does string) (string, error) {
+	if f.Machines == nil {
+		if len(f.NodesAwaitingCCM) > 0 {
+			return f.NodesAwaitingCCM[0], nil
+		}
+		ginkgo.Skip("the harness cannot add a machine to this cluster, and no node awaited the CCM when the run began, so the spec cannot see the CCM " +
+			does + "; reading the cluster as it is would only show what was written before the run")
+	}
+	m, err := f.Machines.Add(ctx, MachineRequest{})
+	if err != nil {
+		return "", fmt.Errorf("adding a machine: %w", err)
+	}
+	ginkgo.DeferCleanup(f.Machines.Delete, m.Name)
+	return m.Name, nil
+}

@@ -83,6 +83,8 @@ type world struct {
 	// awaitingCCM are the nodes that carried the uninitialized taint when
 	// the CCM was deployed (real nodes only).
 	awaitingCCM []string
+	// echoImage is the echo server image loaded into the nodes, or "".
+	echoImage string
 
 	// info collects what the world learns about itself for the reports.
 	info RunInfo
@@ -154,6 +156,11 @@ func (w *world) setUp(ctx context.Context) error {
 	}
 	if err := w.timed("ccm", func() error { return w.startCCM(ctx) }); err != nil {
 		return err
+	}
+	if loader, ok := w.cluster.(cluster.ImageLoader); ok && w.profile.Has(profile.DataPath) {
+		if err := w.timed("echo image", func() error { return w.loadEchoImage(ctx, loader) }); err != nil {
+			return err
+		}
 	}
 	if sim, ok := w.cluster.(cluster.NodeSimulator); ok {
 		if err := w.timed("nodes", func() error { return w.registerNodes(ctx, sim) }); err != nil {
@@ -387,6 +394,21 @@ func (w *world) deployCCMImage(ctx context.Context, loader cluster.ImageLoader) 
 	}
 	w.deployed = d.Deployed(w.client)
 	w.logf("the CCM's pod is available; %d nodes await its initialization: %s", len(w.awaitingCCM), strings.Join(w.awaitingCCM, ", "))
+	return nil
+}
+
+// loadEchoImage gives the cluster's nodes the echo server image, the
+// backend pods of the data path specs on real nodes.
+func (w *world) loadEchoImage(ctx context.Context, loader cluster.ImageLoader) error {
+	ref := framework.DefaultEchoImage
+	if _, err := ccm.InspectImage(ctx, "", ref); err != nil {
+		return &InputError{fmt.Errorf("the data path specs on the %s backend run the echo server image %s as backends, and the Docker engine has none (build it with make images): %w",
+			w.backend.Name(), ref, err)}
+	}
+	if err := loader.LoadImage(ctx, ref); err != nil {
+		return &SetupError{Step: "echo image", Err: err}
+	}
+	w.echoImage = ref
 	return nil
 }
 
@@ -668,6 +690,7 @@ func (w *world) framework() *framework.Framework {
 		f.CCM = w.deployed
 	}
 	f.NodesAwaitingCCM = w.awaitingCCM
+	f.EchoImage = w.echoImage
 	f.ClusterCIDRs = w.profile.Cluster.ClusterCIDRs
 	if pn, ok := w.cluster.(cluster.PodNetworks); ok {
 		f.ClusterCIDRs = pn.ClusterCIDRs()

@@ -3,12 +3,14 @@ package loadbalancer
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
@@ -31,12 +33,56 @@ func ingressAddr(svc *corev1.Service, port int32) string {
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
+// backends gives the Service app the pods that answer behind it: on real
+// nodes a Deployment of the echo server, returned; on simulated nodes
+// none (nil), since the simulated kube-proxy answers on every node port
+// with its node's name.
+func (l *lb) backends(ctx context.Context, app string, replicas int32) *framework.EchoBackends {
+	if l.f.Machines != nil {
+		return nil
+	}
+	if l.f.EchoImage == "" {
+		Skip("this cluster's nodes are real and the harness has no echo server image for it, so nothing would answer behind the load balancer (docs/images.md)")
+	}
+	b, err := l.f.DeployEchoBackends(ctx, framework.EchoBackendsRequest{Namespace: l.ns, App: app, Replicas: replicas})
+	Expect(err).NotTo(HaveOccurred(), "deploying the echo server as the backends of Service %s/%s", l.ns, app)
+	return b
+}
+
+// answeredBy checks that an answer came from a backend: one of the
+// cloud's backend nodes on simulated nodes, a ready pod of the Service's
+// echo Deployment on real ones. It returns the echo answer (zero on
+// simulated nodes).
+func (l *lb) answeredBy(ctx context.Context, g Gomega, b *framework.EchoBackends, cloud *clouddriver.LoadBalancer, name, addr, answer string) framework.EchoAnswer {
+	if b == nil {
+		g.Expect(cloud.Backends).To(ContainElement(answer),
+			"Service %s/%s: expected traffic to %s to reach a backend of %s %v, saw it answered by %q", l.ns, name, addr, cloud.Name, cloud.Backends, answer)
+		return framework.EchoAnswer{}
+	}
+	a, err := framework.ParseEchoAnswer(answer)
+	g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s: the answer through %s", l.ns, name, addr)
+	pods, err := b.ReadyPods(ctx, l.f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pods).To(HaveKey(a.Pod), "Service %s/%s: expected traffic to %s to reach a ready pod of the Service %v, saw it answered by pod %q on node %s",
+		l.ns, name, addr, podNames(pods), a.Pod, a.Node)
+	return a
+}
+
+func podNames(pods map[string]string) []string {
+	names := make([]string, 0, len(pods))
+	for p, n := range pods {
+		names = append(names, p+"@"+n)
+	}
+	slices.Sort(names)
+	return names
+}
+
 func declareDataPath(f *framework.Framework, l *lb) {
 	Context("data path", Label(string(profile.DataPath)), func() {
 
 		// expectReaches sends probes through the load balancer until every
-		// answer names a backend the cloud lists.
-		expectReaches := func(ctx context.Context, name string, port int32, probe func(context.Context, string, time.Duration) (string, error)) {
+		// answer comes from a backend.
+		expectReaches := func(ctx context.Context, name string, port int32, b *framework.EchoBackends, probe func(context.Context, string, time.Duration) (string, error)) {
 			svc := l.waitForIngress(ctx, name)
 			cloud := l.expectCloudMatches(ctx, name, profile.LoadBalancerCreate)
 			addr := ingressAddr(svc, port)
@@ -44,34 +90,36 @@ func declareDataPath(f *framework.Framework, l *lb) {
 				for i := 0; i < probesPerCheck; i++ {
 					answer, err := probe(ctx, addr, probeTimeout)
 					g.Expect(err).NotTo(HaveOccurred(), "Service %s/%s: expected an answer through load balancer %s at %s, saw an error", l.ns, name, cloud.Name, addr)
-					g.Expect(cloud.Backends).To(ContainElement(answer),
-						"Service %s/%s: expected traffic to %s to reach a backend of %s %v, saw it answered by %q", l.ns, name, addr, cloud.Name, cloud.Backends, answer)
+					l.answeredBy(ctx, g, b, cloud, name, addr, answer)
 				}
 			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 		}
 
-		It("delivers TCP traffic sent to the ingress to a backend node", func(ctx SpecContext) {
+		It("delivers TCP traffic sent to the ingress to a backend", func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			f.RequireBackendNodes()
+			b := l.backends(ctx, "web", 2)
 			l.create(ctx, "web", nil)
-			expectReaches(ctx, "web", 80, framework.ProbeTCP)
+			expectReaches(ctx, "web", 80, b, framework.ProbeTCP)
 		})
 
-		It("delivers UDP traffic sent to the ingress to a backend node", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
+		It("delivers UDP traffic sent to the ingress to a backend", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			f.RequireBackendNodes()
+			b := l.backends(ctx, "dns", 2)
 			l.create(ctx, "dns", func(s *corev1.Service) {
-				s.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}
+				s.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(framework.EchoPort)}}
 			})
-			expectReaches(ctx, "dns", 53, framework.ProbeUDP)
+			expectReaches(ctx, "dns", 53, b, framework.ProbeUDP)
 		})
 
 		It("admits clients inside loadBalancerSourceRanges and turns away the rest", Label(string(profile.LoadBalancerSourceRanges)), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			f.RequireBackendNodes()
+			b := l.backends(ctx, "ranged", 1)
 			// The harness's own traffic comes from loopback.
 			l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
-			expectReaches(ctx, "ranged", 80, framework.ProbeTCP)
+			expectReaches(ctx, "ranged", 80, b, framework.ProbeTCP)
 
 			// Two clients on loopback, one inside the ranges and one
 			// outside, probed together: the denial counts only while the
@@ -84,8 +132,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			Eventually(ctx, func(g Gomega) {
 				answer, err := framework.ProbeTCPFrom(ctx, allowed, addr, probeTimeout)
 				g.Expect(err).NotTo(HaveOccurred(), "Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s let through at %s, saw an error", l.ns, allowed, allowed, addr)
-				g.Expect(cloud.Backends).To(ContainElement(answer),
-					"Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s to reach a backend of %s %v, saw it answered by %q", l.ns, allowed, allowed, cloud.Name, cloud.Backends, answer)
+				l.answeredBy(ctx, g, b, cloud, "ranged", addr, answer)
 				answer, err = framework.ProbeTCPFrom(ctx, outside, addr, probeTimeout)
 				g.Expect(err).To(HaveOccurred(),
 					"Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s turned away at %s, saw it answered by %q", l.ns, allowed, outside, addr, answer)
@@ -93,5 +140,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 					"Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s turned away at %s (connection refused or no answer), saw %v", l.ns, allowed, outside, addr, err)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 		})
+
+		declareRealPodDataPath(f, l, expectReaches)
 	})
 }

@@ -32,7 +32,8 @@ func declare(f *framework.Framework) {
 		// them joins during the spec (joinNode), so that the spec sees the
 		// CCM act, not only state written before the run.
 		initializedNodes := func(ctx context.Context) []corev1.Node {
-			joined := joinNode(ctx, f)
+			joined, err := f.JoiningNode(ctx, "initialize a node")
+			Expect(err).NotTo(HaveOccurred())
 			var nodes []corev1.Node
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				nodes = v.Nodes()
@@ -168,25 +169,4 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.NodeAddressUpdate)).Should(Succeed())
 		})
 	})
-}
-
-// joinNode returns the name of a node the spec sees the CCM initialize:
-// a machine it adds, which goes when the spec ends, or, on real nodes the
-// harness cannot add to, one that still carried the uninitialized taint
-// when the harness deployed the CCM (kind). On a cluster with neither the
-// spec skips: there it would only read what was written before the run,
-// perhaps by another CCM, and could not tell a CCM that acts from one that
-// does nothing.
-func joinNode(ctx context.Context, f *framework.Framework) string {
-	if f.Machines == nil {
-		if len(f.NodesAwaitingCCM) > 0 {
-			return f.NodesAwaitingCCM[0]
-		}
-		Skip("the harness cannot add a machine to this cluster, and no node awaited the CCM when the run began, so the spec cannot see the CCM initialize a node; reading the nodes that exist would only show what was written before the run")
-	}
-	f.RequireMachines()
-	m, err := f.Machines.Add(ctx, framework.MachineRequest{})
-	Expect(err).NotTo(HaveOccurred(), "adding a machine")
-	DeferCleanup(f.Machines.Delete, m.Name)
-	return m.Name
 }

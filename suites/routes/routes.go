@@ -80,7 +80,8 @@ func declare(f *framework.Framework) {
 
 		It("gives every node's podCIDRs a cloud route to that node", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbRoutesList)
-			joinNode(ctx, f)
+			_, err := f.JoiningNode(ctx, "program a route")
+			Expect(err).NotTo(HaveOccurred())
 			expectNodeRoutes(ctx)
 		})
 
@@ -103,7 +104,8 @@ func declare(f *framework.Framework) {
 		})
 
 		It("clears NodeNetworkUnavailable with reason RouteCreated on every node", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
-			joined := joinNode(ctx, f)
+			joined, err := f.JoiningNode(ctx, "program a route")
+			Expect(err).NotTo(HaveOccurred())
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				_, err := v.Node(joined)
 				g.Expect(err).NotTo(HaveOccurred(), "node %s (joined during the spec)", joined)
@@ -220,20 +222,4 @@ func declare(f *framework.Framework) {
 				"route %s->%s (outside the cluster network %s): expected it kept, saw it removed; the cloud has [%s]", outsideCIDR, target, clusterV4, formatRoutes(routes))
 		})
 	})
-}
-
-// joinNode adds a machine for the spec and returns its node's name; the
-// machine goes when the spec ends. On a cluster where the harness cannot
-// add one, the spec skips: there it would only read routes programmed
-// before the run, perhaps by another CCM, and could not tell a CCM that
-// acts from one that does nothing.
-func joinNode(ctx context.Context, f *framework.Framework) string {
-	if f.Machines == nil {
-		Skip("the harness cannot add a machine to this cluster, so the spec cannot see the CCM program a route; reading the routes that exist would only show what was written before the run")
-	}
-	f.RequireMachines()
-	m, err := f.Machines.Add(ctx, framework.MachineRequest{})
-	Expect(err).NotTo(HaveOccurred(), "adding a machine")
-	DeferCleanup(f.Machines.Delete, m.Name)
-	return m.Name
 }
