@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-
-	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
 // DefaultEchoImage is the echo server image the harness loads into kind's
@@ -31,6 +29,10 @@ const (
 	echoDrain = "3s"
 	// backendsPoll is how often the wait for ready backends looks.
 	backendsPoll = 250 * time.Millisecond
+	// backendsTimeout bounds that wait: the cluster's scheduling and
+	// start of a pod whose image the nodes have, not the CCM's work, so
+	// no profile timeout applies.
+	backendsTimeout = 2 * time.Minute
 )
 
 // EchoBackends is a Deployment of the echo server whose pods carry the
@@ -146,8 +148,8 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// waitPodsReady waits until the Deployment has n ready pods, at most the
-// load balancer creation timeout; the error names each pod's state.
+// waitPodsReady waits until the Deployment has n ready pods, at most
+// backendsTimeout; the error names each pod's state.
 func (f *Framework) waitPodsReady(ctx context.Context, ns string, podLabels map[string]string, n int) error {
 	return f.waitPods(ctx, ns, podLabels, n, "ready", podReady)
 }
@@ -157,7 +159,7 @@ func (f *Framework) waitPodsRunning(ctx context.Context, ns string, podLabels ma
 }
 
 func (f *Framework) waitPods(ctx context.Context, ns string, podLabels map[string]string, n int, what string, ok func(*corev1.Pod) bool) error {
-	timeout := f.Timeout(profile.LoadBalancerCreate)
+	timeout := backendsTimeout
 	deadline := time.Now().Add(timeout)
 	selector := labels.Set(podLabels).String()
 	for {

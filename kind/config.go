@@ -18,6 +18,13 @@ const (
 	ServiceSubnetIPv6 = "fd00:10:96::/112"
 )
 
+// NodeMonitorGracePeriod is kube-controller-manager's
+// --node-monitor-grace-period on kind: how long a node's kubelet may be
+// silent before the node turns NotReady (upstream's default is 50s). Twice
+// the kubelet's lease renewal (10s), so that a stopped node container is
+// seen within half a minute, and a busy kubelet is not taken for one.
+const NodeMonitorGracePeriod = "20s"
+
 // kubeadmAPI is the kubeadm configuration API kind v0.33.0 writes for
 // Kubernetes v1.36 and later; the JSON patches below target it.
 const kubeadmAPI = "v1beta4"
@@ -126,7 +133,8 @@ func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 		},
 		KubeadmConfigPatchesJSON6902: []v1alpha4.PatchJSON6902{
 			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "ClusterConfiguration",
-				Patch: argPatch("/controllerManager/extraArgs", "cloud-provider", "external")},
+				Patch: argPatch("/controllerManager/extraArgs", "cloud-provider", "external") +
+					argPatch("/controllerManager/extraArgs", "node-monitor-grace-period", NodeMonitorGracePeriod)},
 			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "InitConfiguration",
 				Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external") +
 					"- op: add\n  path: /skipPhases/-\n  value: addon/coredns\n"},

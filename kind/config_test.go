@@ -59,6 +59,7 @@ func TestClusterConfig(t *testing.T) {
 		value      any
 	}{
 		{"ClusterConfiguration", "/controllerManager/extraArgs/-", external},
+		{"ClusterConfiguration", "/controllerManager/extraArgs/-", map[string]any{"name": "node-monitor-grace-period", "value": NodeMonitorGracePeriod}},
 		{"InitConfiguration", "/nodeRegistration/kubeletExtraArgs/-", external},
 		{"InitConfiguration", "/skipPhases/-", "addon/coredns"},
 		{"JoinConfiguration", "/nodeRegistration/kubeletExtraArgs/-", external},

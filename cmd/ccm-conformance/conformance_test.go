@@ -63,6 +63,9 @@ type defectCase struct {
 	// image runs the reference CCM's image (reference-image.yaml) instead
 	// of its binary.
 	image bool
+	// kind deploys the reference CCM's image on a new kind cluster
+	// (reference-kind.yaml, --backend kind) instead of the local one.
+	kind bool
 	// afterRun, when set, checks more of the run.
 	afterRun func(t *testing.T, artifacts string, res result)
 	failing  map[string][]string
@@ -245,13 +248,23 @@ func runDefectCaseOn(t *testing.T, tt defectCase, clusterDir string) {
 	}
 	failFast := func(s string) string { return testbin.FailFast(mutate(s)) }
 	var profile string
-	if tt.image {
+	switch {
+	case tt.kind:
+		image, _ := testbin.ReferenceCCMImage(t)
+		profile = testbin.ReferenceKindProfile(t, t.TempDir(), binDir, image, extra, failFast)
+	case tt.image:
 		image, _ := testbin.ReferenceCCMImage(t)
 		profile = testbin.ReferenceImageProfile(t, t.TempDir(), binDir, image, extra, failFast)
-	} else {
+	default:
 		profile = referenceProfile(t, t.TempDir(), extra, failFast)
 	}
-	args := []string{"run", "--provider", profile, "--artifacts", artifacts, "--cluster-dir", clusterDir}
+	args := []string{"run", "--provider", profile, "--artifacts", artifacts}
+	if tt.kind {
+		echo, _ := testbin.EchoServerImage(t)
+		args = append(args, "--backend", "kind", "--echo-image", echo)
+	} else {
+		args = append(args, "--cluster-dir", clusterDir)
+	}
 	if tt.labelFilter != "" {
 		args = append(args, "--label-filter", tt.labelFilter)
 	}

@@ -63,7 +63,7 @@ var mutants = []mutant{
 // corpusKills are the specs the defect tables fail, each checked there.
 func corpusKills(t *testing.T) map[string]string {
 	kills := map[string]string{}
-	for _, tt := range append(defectCases(), leaderMigrationDefectCases(t)...) {
+	for _, tt := range slices.Concat(defectCases(), leaderMigrationDefectCases(t), kindDefectCases()) {
 		if tt.defects == "" {
 			continue // a broken driver, not a mutant
 		}
@@ -251,7 +251,7 @@ func shortSpec(name string) string {
 func defectTableRows(t *testing.T) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nCounted from the defect tables (each checked there that exactly these specs fail):\n\n| defects | label filter | specs that must fail |\n| --- | --- | --- |\n")
-	for _, tt := range append(defectCases(), leaderMigrationDefectCases(t)...) {
+	for _, tt := range slices.Concat(defectCases(), leaderMigrationDefectCases(t), kindDefectCases()) {
 		if tt.defects == "" {
 			continue
 		}

@@ -13,6 +13,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -74,6 +75,10 @@ type Options struct {
 	// Lane is set in a worker process: run that lane's share of the specs
 	// and write its report for the coordinating process, nothing else.
 	Lane *Lane
+	// EchoImage is the echo server image the data path specs run as
+	// backend pods on a cluster that loads images (kind). Default
+	// framework.DefaultEchoImage.
+	EchoImage string
 }
 
 func (o Options) withDefaults() Options {
@@ -239,6 +244,7 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 		out:     opts.Out,
 		logDir:  filepath.Join(opts.ArtifactsDir, "artifacts", "logs"),
 		info:    *info,
+		echoRef: cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
 	}
 	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, out: opts.Out, verbose: true})
 	info.merge(w.info)

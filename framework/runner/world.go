@@ -83,8 +83,9 @@ type world struct {
 	// awaitingCCM are the nodes that carried the uninitialized taint when
 	// the CCM was deployed (real nodes only).
 	awaitingCCM []string
-	// echoImage is the echo server image loaded into the nodes, or "".
-	echoImage string
+	// echoRef is the echo server image to load into nodes that take
+	// images; echoImage is the one loaded, or "".
+	echoRef, echoImage string
 
 	// info collects what the world learns about itself for the reports.
 	info RunInfo
@@ -400,7 +401,7 @@ func (w *world) deployCCMImage(ctx context.Context, loader cluster.ImageLoader) 
 // loadEchoImage gives the cluster's nodes the echo server image, the
 // backend pods of the data path specs on real nodes.
 func (w *world) loadEchoImage(ctx context.Context, loader cluster.ImageLoader) error {
-	ref := framework.DefaultEchoImage
+	ref := cmp.Or(w.echoRef, framework.DefaultEchoImage)
 	if _, err := ccm.InspectImage(ctx, "", ref); err != nil {
 		return &InputError{fmt.Errorf("the data path specs on the %s backend run the echo server image %s as backends, and the Docker engine has none (build it with make images): %w",
 			w.backend.Name(), ref, err)}

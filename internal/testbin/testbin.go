@@ -55,7 +55,7 @@ func Main(m *testing.M, dir *string, pkgs ...string) int {
 	}
 	*dir = d
 	defer stopSharedCluster()
-	defer removeSharedImage()
+	defer removeSharedImages()
 	return m.Run()
 }
 
@@ -164,6 +164,24 @@ func ReferenceImageProfile(t testing.TB, dir, binDir, image string, extraCCMArgs
 	})
 }
 
+// ReferenceKindProfile is ReferenceProfile for reference-kind.yaml, the
+// reference CCM image deployed on kind: image replaces its
+// ccm.image.reference.
+func ReferenceKindProfile(t testing.TB, dir, binDir, image string, extraCCMArgs []string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, "reference-kind.yaml", dir, binDir, extraCCMArgs, func(s string) string {
+		const line = "    reference: ccm-conformance/reference-ccm:latest\n"
+		if !strings.Contains(s, line) {
+			t.Fatalf("reference-kind.yaml has no line %q to replace", line)
+		}
+		s = strings.Replace(s, line, "    reference: "+image+"\n", 1)
+		if mutate != nil {
+			s = mutate(s)
+		}
+		return s
+	})
+}
+
 func writeProfile(t testing.TB, file, dir, binDir string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(RepoRoot(), "providers", "profiles", file))
@@ -229,14 +247,19 @@ func FailFast(profileText string) string {
 	return profileText
 }
 
-// The reference CCM's image that the tests of one test binary share
-// (ReferenceCCMImage).
-var sharedImage struct {
+// testImage is an image from this checkout that the tests of one test
+// binary share (ReferenceCCMImage, EchoServerImage).
+type testImage struct {
 	once      sync.Once
 	reference string
 	id        string
 	err       error
 }
+
+var (
+	sharedImagesMu sync.Mutex
+	sharedImages   = map[string]*testImage{}
+)
 
 // DockerAvailable says whether the local Docker engine answers, or why
 // not.
@@ -256,19 +279,38 @@ func DockerAvailable() error {
 // reference and image ID. Main removes the tag at the end.
 func ReferenceCCMImage(t testing.TB) (reference, id string) {
 	t.Helper()
-	sharedImage.once.Do(func() {
+	return buildTestImage(t, images.ReferenceTargets(), "reference-ccm")
+}
+
+// EchoServerImage is ReferenceCCMImage for the echo server, the backend
+// pods of the data path specs on kind.
+func EchoServerImage(t testing.TB) (reference, id string) {
+	t.Helper()
+	return buildTestImage(t, images.EchoServerTargets(), "echo-server")
+}
+
+func buildTestImage(t testing.TB, from []images.Target, name string) (reference, id string) {
+	t.Helper()
+	sharedImagesMu.Lock()
+	img := sharedImages[name]
+	if img == nil {
+		img = &testImage{}
+		sharedImages[name] = img
+	}
+	sharedImagesMu.Unlock()
+	img.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
 		tag := fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().Unix())
 		var targets []images.Target
-		for _, target := range images.ReferenceTargets() {
-			if target.Name == "reference-ccm" {
+		for _, target := range from {
+			if target.Name == name {
 				targets = append(targets, target)
 			}
 		}
 		out, err := os.MkdirTemp("", "ccm-conformance-test-images-")
 		if err != nil {
-			sharedImage.err = err
+			img.err = err
 			return
 		}
 		defer os.RemoveAll(out)
@@ -281,25 +323,29 @@ func ReferenceCCMImage(t testing.TB) (reference, id string) {
 			Targets:  targets,
 		})
 		if err != nil {
-			sharedImage.err = err
+			img.err = err
 			return
 		}
-		sharedImage.reference, sharedImage.id = built[0].Tags[0], built[0].ImageID
+		img.reference, img.id = built[0].Tags[0], built[0].ImageID
 	})
-	if sharedImage.err != nil {
-		t.Fatalf("building the reference CCM's image: %v", sharedImage.err)
+	if img.err != nil {
+		t.Fatalf("building the %s image: %v", name, img.err)
 	}
-	return sharedImage.reference, sharedImage.id
+	return img.reference, img.id
 }
 
-func removeSharedImage() {
-	if sharedImage.reference == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "docker", "rmi", sharedImage.reference).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "removing the test image %s: %v: %s\n", sharedImage.reference, err, out)
+func removeSharedImages() {
+	sharedImagesMu.Lock()
+	defer sharedImagesMu.Unlock()
+	for _, img := range sharedImages {
+		if img.reference == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if out, err := exec.CommandContext(ctx, "docker", "rmi", img.reference).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "removing the test image %s: %v: %s\n", img.reference, err, out)
+		}
+		cancel()
 	}
 }
 

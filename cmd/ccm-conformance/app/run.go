@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
@@ -91,6 +92,7 @@ profile does not declare is skipped and says which one was missing.`,
 	cmd.Flags().StringVar(&opts.LabelFilter, "label-filter", "", "ginkgo label filter selecting specs, e.g. 'InstancesV2 && !IPv6'")
 	cmd.Flags().StringVar(&opts.ArtifactsDir, "artifacts", defaultArtifacts(), "run directory for started.json, finished.json, build-log.txt and artifacts/ (with only $ARTIFACTS set, results go straight into it, as a Prow job's)")
 	cmd.Flags().StringVar(&backendName, "backend", local.BackendName, "cluster for the run: local (the embedded control plane, simulated nodes) or kind (a new kind cluster of real nodes from the offline node image, docs/kind.md)")
+	cmd.Flags().StringVar(&opts.EchoImage, "echo-image", framework.DefaultEchoImage, "echo server image the data path specs run as backend pods on kind (built by make images; docs/images.md)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "run against this existing cluster instead of the embedded local one")
 	cmd.Flags().StringVar(&clusterDir, "cluster-dir", "", "run on the local cluster that 'ccm-conformance cluster up --dir DIR' started, and leave it running")
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "Kubernetes release of the local cluster (default: the version this build is pinned to)")

@@ -1,0 +1,154 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+)
+
+// dockerVolumes lists the Docker engine's volumes.
+func dockerVolumes(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "volume", "ls", "--quiet").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker volume ls: %v: %s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// checkNoKindLeft fails t if anything of the kind cluster the run's
+// metadata names is left in Docker: its node containers, its network, or
+// a volume made during the run (kind's nodes have anonymous ones).
+func checkNoKindLeft(t *testing.T, artifacts string, volumesBefore []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := meta["kind.cluster"].(string)
+	if !strings.HasPrefix(name, "ccmc-") {
+		t.Fatalf("metadata.json names no kind cluster (kind.cluster %v)", meta["kind.cluster"])
+	}
+	if left := testbin.ContainersLabelled(t, "io.x-k8s.kind.cluster", name); len(left) > 0 {
+		t.Errorf("containers of kind cluster %s left after the run: %v", name, left)
+	}
+	if out, err := exec.Command("docker", "network", "ls", "--quiet", "--filter", "name=^"+name+"$").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("docker network %s left after the run (%v): %s", name, err, out)
+	}
+	for _, v := range dockerVolumes(t) {
+		if !slices.Contains(volumesBefore, v) {
+			t.Errorf("docker volume %s, made during the run, left after it", v)
+		}
+	}
+}
+
+// The whole suite against the reference CCM's image on a new kind cluster:
+// the harness loads the image into the nodes and deploys it, the cloud
+// adopts the node containers, the data path runs through echo server pods.
+// Every spec that can run on real nodes passes; the rest skip, saying why;
+// nothing of the cluster is left in Docker.
+func TestIntegrationKindConformance(t *testing.T) {
+	skipUnlessDocker(t)
+	image, id := testbin.ReferenceCCMImage(t)
+	echo, _ := testbin.EchoServerImage(t)
+	volumes := dockerVolumes(t)
+	artifacts := t.TempDir()
+	profile := testbin.ReferenceKindProfile(t, t.TempDir(), binDir, image, nil, nil)
+	res := runHarness(t, nil, "run", "--backend", "kind", "--provider", profile, "--echo-image", echo, "--artifacts", artifacts)
+	if res.code != 0 {
+		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
+	}
+	checkNoKindLeft(t, artifacts, volumes)
+	passed := map[string]bool{}
+	for _, c := range readJUnit(t, artifacts) {
+		switch c.Status {
+		case "passed":
+			passed[c.Name] = true
+		case "skipped":
+			if c.Skipped == nil || c.Skipped.Message == "" {
+				t.Errorf("spec %q: skipped without a reason", c.Name)
+			}
+		default:
+			t.Errorf("spec %q: %s, want passed", c.Name, c.Status)
+		}
+	}
+	// What kind shows that the local cluster cannot: these must have run.
+	for _, want := range []string{
+		"removes the uninitialized taint from every node and sets a providerID",
+		"gives each node the addresses its instance has in the cloud",
+		"delivers TCP traffic sent to the ingress to a backend",
+		"delivers UDP traffic sent to the ingress to a backend",
+		"sends traffic only to the Service's ready endpoints",
+		"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint",
+		"keeps serving through the load balancer while the backing Deployment rolls",
+		"deletes the Node of an instance deleted in the cloud",
+		"gives every node's podCIDRs a cloud route to that node",
+	} {
+		found := false
+		for name := range passed {
+			found = found || strings.Contains(name, want)
+		}
+		if !found {
+			t.Errorf("no passed spec %q on kind", want)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if meta["ccm-image"] != image || meta["ccm-digest"] != id || meta["backend"] != "kind" {
+		t.Errorf("metadata.json: backend %v, ccm-image %v, ccm-digest %v; want kind, %s and %s", meta["backend"], meta["ccm-image"], meta["ccm-digest"], image, id)
+	}
+	if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", "ccm.log")); err != nil || !strings.Contains(string(log), "cloud-controller-manager") {
+		t.Errorf("the deployed CCM's log is not in the artifacts (%v):\n%s", err, tail(string(log), 10))
+	}
+	if res := runHarness(t, nil, "validate-artifacts", artifacts); res.code != 0 {
+		t.Errorf("validate-artifacts: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// kindDefectCases are the defects of the reference CCM's image shown on
+// kind, one run: a wrong zone fails the zone spec on the real nodes, and a
+// wrong node port fails every data path spec, those through real pods
+// included (the only specs that run there and nowhere else).
+func kindDefectCases() []defectCase {
+	wrongPort := []string{"Service ccm-lb-", "to listen on"}
+	return []defectCase{{
+		name: "image on kind", defects: "wrong-zone,wrong-node-port", kind: true,
+		labelFilter: "Zones || DataPath",
+		failing: map[string][]string{
+			"labels each node with its instance's zone and region":                               {"node ccmc-", "topology.kubernetes.io/zone", "-wrong"},
+			"delivers TCP traffic sent to the ingress to a backend":                              wrongPort,
+			"delivers UDP traffic sent to the ingress to a backend":                              wrongPort,
+			"admits clients inside loadBalancerSourceRanges and turns away the rest":             wrongPort,
+			"sends traffic only to the Service's ready endpoints":                                wrongPort,
+			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint": wrongPort,
+			"keeps serving through the load balancer while the backing Deployment rolls":         wrongPort,
+		},
+	}}
+}
+
+func TestIntegrationKindDefectsFailTheRightSpecs(t *testing.T) {
+	skipUnlessDocker(t)
+	for _, tt := range kindDefectCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			volumes := dockerVolumes(t)
+			tt.afterRun = func(t *testing.T, artifacts string, _ result) { checkNoKindLeft(t, artifacts, volumes) }
+			runDefectCaseOn(t, tt, "")
+		})
+	}
+}
