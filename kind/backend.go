@@ -32,6 +32,7 @@ import (
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
 )
 
@@ -91,6 +92,10 @@ type Options struct {
 	PollInterval time.Duration
 	// Getenv: default os.Getenv.
 	Getenv func(string) string
+	// RecordDir holds a record of each cluster made and its owner
+	// process, so that a later run deletes what a killed one left
+	// (sweep.go). Default <cache root>/kind/clusters.
+	RecordDir string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -131,6 +136,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.RecordDir == "" {
+		root, err := k8sbin.CacheRoot(o.Getenv)
+		if err != nil {
+			return o, err
+		}
+		o.RecordDir = filepath.Join(root, "kind", "clusters")
 	}
 	return o, nil
 }
@@ -243,6 +255,12 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kind: writing its configuration: %w", err)
+	}
+	if err := sweep(ctx, opts.RecordDir, realDocker, progress); err != nil {
+		fmt.Fprintf(progress, "kind: %v\n", err)
+	}
+	if err := recordCluster(opts.RecordDir, c.name); err != nil {
+		return nil, fmt.Errorf("kind: recording cluster %s in %s: %w", c.name, opts.RecordDir, err)
 	}
 	c.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(newLogger(progress)))
 	start := time.Now()
@@ -590,6 +608,9 @@ func (c *Cluster) Stop(context.Context) error {
 		}
 		if c.wrapperDir != "" {
 			os.RemoveAll(c.wrapperDir)
+		}
+		if len(errs) == 0 {
+			os.Remove(recordPath(c.opts.RecordDir, c.name))
 		}
 		c.stopErr = errors.Join(errs...)
 	})

@@ -1,13 +1,13 @@
 package ccm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/owner"
 )
 
 // Labels that tie a container to the harness process that started it, so
@@ -25,24 +25,14 @@ const (
 	LabelOwnerPIDNamespace = "ccm-conformance.owner-pidns"
 )
 
-// ownerLabels are this process's LabelOwnerPID and LabelOwnerStart, or
-// none where /proc cannot say.
+// ownerLabels are this process's LabelOwnerPID, LabelOwnerStart and
+// LabelOwnerPIDNamespace, or none where /proc cannot say.
 func ownerLabels() map[string]string {
-	pid := os.Getpid()
-	start, err := procStartTime(pid)
+	self, err := owner.Self()
 	if err != nil {
 		return nil
 	}
-	ns, err := pidNamespace()
-	if err != nil {
-		return nil
-	}
-	return map[string]string{LabelOwnerPID: strconv.Itoa(pid), LabelOwnerStart: strconv.FormatUint(start, 10), LabelOwnerPIDNamespace: ns}
-}
-
-// pidNamespace names this process's pid namespace, e.g. "pid:[4026531836]".
-func pidNamespace() (string, error) {
-	return os.Readlink("/proc/self/ns/pid")
+	return map[string]string{LabelOwnerPID: strconv.Itoa(self.PID), LabelOwnerStart: strconv.FormatUint(self.Start, 10), LabelOwnerPIDNamespace: self.PIDNamespace}
 }
 
 // RemoveOrphans removes the containers a harness left when it was killed:
@@ -53,13 +43,11 @@ func RemoveOrphans(ctx context.Context, cli string) ([]string, error) {
 	if cli == "" {
 		cli = "docker"
 	}
-	if _, err := procStartTime(os.Getpid()); err != nil {
-		return nil, nil
-	}
-	ns, err := pidNamespace()
+	self, err := owner.Self()
 	if err != nil {
 		return nil, nil
 	}
+	ns := self.PIDNamespace
 	ctx, cancel := context.WithTimeout(ctx, dockerCommandTimeout)
 	defer cancel()
 	format := fmt.Sprintf(`{{.Names}}\t{{.Label %q}}\t{{.Label %q}}`, LabelOwnerPID, LabelOwnerStart)
@@ -104,23 +92,5 @@ func orphans(psOutput string, startTime func(int) (uint64, error)) []string {
 	return names
 }
 
-// procStartTime reads a process's start time in clock ticks since boot
-// (field 22 of /proc/PID/stat).
-func procStartTime(pid int) (uint64, error) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces;
-	// the fields after it are separated by single spaces.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	// fields[0] is field 3 (state), so field 22 is fields[19].
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields)+2)
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
-}
+// procStartTime reads a process's start time (owner.StartTime).
+func procStartTime(pid int) (uint64, error) { return owner.StartTime(pid) }
