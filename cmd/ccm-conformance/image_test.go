@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -71,14 +70,7 @@ func TestIntegrationCCMImage(t *testing.T) {
 	if passed == 0 {
 		t.Error("no spec passed")
 	}
-	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "metadata.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta map[string]any
-	if err := json.Unmarshal(data, &meta); err != nil {
-		t.Fatalf("metadata.json: %v\n%s", err, data)
-	}
+	meta := readMetadata(t, artifacts)
 	if meta["ccm-image"] != image || meta["ccm-digest"] != id {
 		t.Errorf("metadata.json: ccm-image %v, ccm-digest %v; want %s and %s", meta["ccm-image"], meta["ccm-digest"], image, id)
 	}

@@ -22,10 +22,8 @@ func dockerVolumes(t *testing.T) []string {
 	return strings.Fields(string(out))
 }
 
-// checkNoKindLeft fails t if anything of the kind cluster the run's
-// metadata names is left in Docker: its node containers, its network, or
-// a volume made during the run (kind's nodes have anonymous ones).
-func checkNoKindLeft(t *testing.T, artifacts string, volumesBefore []string) {
+// readMetadata reads a run directory's artifacts/metadata.json.
+func readMetadata(t *testing.T, artifacts string) map[string]any {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "metadata.json"))
 	if err != nil {
@@ -33,8 +31,17 @@ func checkNoKindLeft(t *testing.T, artifacts string, volumesBefore []string) {
 	}
 	var meta map[string]any
 	if err := json.Unmarshal(data, &meta); err != nil {
-		t.Fatal(err)
+		t.Fatalf("metadata.json: %v\n%s", err, data)
 	}
+	return meta
+}
+
+// checkNoKindLeft fails t if anything of the kind cluster the run's
+// metadata names is left in Docker: its node containers, its network, or
+// a volume made during the run (kind's nodes have anonymous ones).
+func checkNoKindLeft(t *testing.T, artifacts string, volumesBefore []string) {
+	t.Helper()
+	meta := readMetadata(t, artifacts)
 	name, _ := meta["kind.cluster"].(string)
 	if !strings.HasPrefix(name, "ccmc-") {
 		t.Fatalf("metadata.json names no kind cluster (kind.cluster %v)", meta["kind.cluster"])
@@ -102,14 +109,7 @@ func TestIntegrationKindConformance(t *testing.T) {
 			t.Errorf("no passed spec %q on kind", want)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "metadata.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta map[string]any
-	if err := json.Unmarshal(data, &meta); err != nil {
-		t.Fatal(err)
-	}
+	meta := readMetadata(t, artifacts)
 	if meta["ccm-image"] != image || meta["ccm-digest"] != id || meta["backend"] != "kind" {
 		t.Errorf("metadata.json: backend %v, ccm-image %v, ccm-digest %v; want kind, %s and %s", meta["backend"], meta["ccm-image"], meta["ccm-digest"], image, id)
 	}

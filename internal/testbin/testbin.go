@@ -151,17 +151,7 @@ func ReferenceProfile(t testing.TB, dir, binDir string, extraCCMArgs []string, m
 // reference CCM run from an image: image replaces its ccm.image.reference.
 func ReferenceImageProfile(t testing.TB, dir, binDir, image string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
-	return writeProfile(t, "reference-image.yaml", dir, binDir, extraCCMArgs, func(s string) string {
-		const line = "    reference: ccm-conformance/reference-ccm:latest\n"
-		if !strings.Contains(s, line) {
-			t.Fatalf("reference-image.yaml has no line %q to replace", line)
-		}
-		s = strings.Replace(s, line, "    reference: "+image+"\n", 1)
-		if mutate != nil {
-			s = mutate(s)
-		}
-		return s
-	})
+	return imageProfile(t, "reference-image.yaml", dir, binDir, image, extraCCMArgs, mutate)
 }
 
 // ReferenceKindProfile is ReferenceProfile for reference-kind.yaml, the
@@ -169,10 +159,17 @@ func ReferenceImageProfile(t testing.TB, dir, binDir, image string, extraCCMArgs
 // ccm.image.reference.
 func ReferenceKindProfile(t testing.TB, dir, binDir, image string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
-	return writeProfile(t, "reference-kind.yaml", dir, binDir, extraCCMArgs, func(s string) string {
+	return imageProfile(t, "reference-kind.yaml", dir, binDir, image, extraCCMArgs, mutate)
+}
+
+// imageProfile writes a profile of the tree that runs the reference CCM's
+// image, with image in place of ccm.image.reference.
+func imageProfile(t testing.TB, file, dir, binDir, image string, extraCCMArgs []string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, file, dir, binDir, extraCCMArgs, func(s string) string {
 		const line = "    reference: ccm-conformance/reference-ccm:latest\n"
 		if !strings.Contains(s, line) {
-			t.Fatalf("reference-kind.yaml has no line %q to replace", line)
+			t.Fatalf("%s has no line %q to replace", file, line)
 		}
 		s = strings.Replace(s, line, "    reference: "+image+"\n", 1)
 		if mutate != nil {
