@@ -16,7 +16,15 @@ func skipUnlessIntegration(t *testing.T) {
 	}
 }
 
-// The reference provider passes every spec its profile selects.
+// realPodsOnly says whether a spec skipped because it needs real pods
+// behind a load balancer, which the local cluster's simulated nodes do not
+// have (TestIntegrationKindConformance runs those on kind).
+func realPodsOnly(c junitCase) bool {
+	return c.Status == "skipped" && c.Skipped != nil && strings.Contains(c.Skipped.Message, "the spec needs real pods behind the load balancer")
+}
+
+// The reference provider passes every spec its profile selects, but for
+// those that need real pods.
 func TestIntegrationConformanceReference(t *testing.T) {
 	skipUnlessIntegration(t)
 	artifacts := t.TempDir()
@@ -30,7 +38,7 @@ func TestIntegrationConformanceReference(t *testing.T) {
 		t.Fatal("the JUnit report has no specs")
 	}
 	for _, c := range cases {
-		if c.Status != "passed" {
+		if c.Status != "passed" && !realPodsOnly(c) {
 			t.Errorf("spec %q: %s, want passed", c.Name, c.Status)
 		}
 	}

@@ -245,8 +245,14 @@ func (l *loadBalancers) serveEveryClass(clientBuilder cloudprovider.ControllerCl
 				delete(served, name)
 			}
 		}
-	}, time.Second)
+	}, serveEveryClassPeriod)
 }
+
+// serveEveryClassPeriod is how often the serve-every-class loop looks: a
+// CCM that serves a class it should leave alone does so within moments,
+// not after the spec's negative wait (loadBalancerIgnore, 1s in the
+// reference profile) has passed, which a one-second loop sometimes did.
+const serveEveryClassPeriod = 100 * time.Millisecond
 
 // nodeReady reports whether the node's Ready condition is True.
 func nodeReady(n *v1.Node) bool {
