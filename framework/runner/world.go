@@ -401,7 +401,7 @@ func (w *world) deployCCMImage(ctx context.Context, loader cluster.ImageLoader) 
 // loadEchoImage gives the cluster's nodes the echo server image, the
 // backend pods of the data path specs on real nodes.
 func (w *world) loadEchoImage(ctx context.Context, loader cluster.ImageLoader) error {
-	ref := cmp.Or(w.echoRef, framework.DefaultEchoImage)
+	ref := w.echoRef
 	if _, err := ccm.InspectImage(ctx, "", ref); err != nil {
 		return &InputError{fmt.Errorf("the data path specs on the %s backend run the echo server image %s as backends, and the Docker engine has none (build it with make images): %w",
 			w.backend.Name(), ref, err)}

@@ -14,7 +14,11 @@ import (
 // so that a kubelet on it really goes silent.
 type Machines interface {
 	Stop(ctx context.Context, name string) error
-	Start(ctx context.Context, name string) error
+	// Start starts the machine and returns the addresses it has now,
+	// which need not be those it had before it stopped (Docker hands a
+	// restarted container whichever address is free); the instance takes
+	// them.
+	Start(ctx context.Context, name string) ([]Address, error)
 	Delete(ctx context.Context, name string) error
 }
 
@@ -40,10 +44,8 @@ func (s *Server) Adopt(machines []Machine) ([]Instance, error) {
 		if _, ok := s.idByName[m.Name]; ok {
 			return adopted, conflict("instance %q already exists", m.Name)
 		}
-		for _, a := range m.Addresses {
-			if err := validateAddress(a); err != nil {
-				return adopted, fmt.Errorf("machine %s: %w", m.Name, err)
-			}
+		if err := validateMachineAddresses(m.Name, m.Addresses); err != nil {
+			return adopted, err
 		}
 		zone := defaultZones[s.zoneSeq%len(defaultZones)]
 		s.zoneSeq++
@@ -66,10 +68,19 @@ func (s *Server) Adopt(machines []Machine) ([]Instance, error) {
 	return adopted, nil
 }
 
+func validateMachineAddresses(name string, addrs []Address) error {
+	for _, a := range addrs {
+		if err := validateAddress(a); err != nil {
+			return fmt.Errorf("machine %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // onMachine runs act on the machine behind the instance of the request,
 // if it has one, without holding s.mu (a machine may take seconds to
 // stop). The instance's record is changed by the caller afterwards.
-func (s *Server) onMachine(r *http.Request, what string, act func(Machines, context.Context, string) error) error {
+func (s *Server) onMachine(r *http.Request, what string, act func(context.Context, Machines, string) error) error {
 	s.mu.Lock()
 	rec, err := s.instance(r)
 	var name string
@@ -80,7 +91,7 @@ func (s *Server) onMachine(r *http.Request, what string, act func(Machines, cont
 	if err != nil || name == "" || s.opts.Machines == nil {
 		return err
 	}
-	if err := act(s.opts.Machines, r.Context(), name); err != nil {
+	if err := act(r.Context(), s.opts.Machines, name); err != nil {
 		return &apiError{http.StatusBadGateway, fmt.Sprintf("%s the machine of instance %s: %v", what, name, err)}
 	}
 	return nil

@@ -10,11 +10,13 @@ import (
 )
 
 // fakeMachines records what the cloud asks of its machines and fails the
-// names in fail.
+// names in fail; a machine named in restartAddrs comes back from a start
+// with those addresses.
 type fakeMachines struct {
-	mu    sync.Mutex
-	calls []string
-	fail  map[string]bool
+	mu           sync.Mutex
+	calls        []string
+	fail         map[string]bool
+	restartAddrs map[string][]Address
 }
 
 func (f *fakeMachines) act(verb, name string) error {
@@ -27,13 +29,19 @@ func (f *fakeMachines) act(verb, name string) error {
 	return nil
 }
 
-func (f *fakeMachines) Stop(_ context.Context, name string) error   { return f.act("stop", name) }
-func (f *fakeMachines) Start(_ context.Context, name string) error  { return f.act("start", name) }
+func (f *fakeMachines) Stop(_ context.Context, name string) error { return f.act("stop", name) }
+func (f *fakeMachines) Start(_ context.Context, name string) ([]Address, error) {
+	if err := f.act("start", name); err != nil {
+		return nil, err
+	}
+	return f.restartAddrs[name], nil
+}
 func (f *fakeMachines) Delete(_ context.Context, name string) error { return f.act("delete", name) }
 
 func TestAdoptedMachines(t *testing.T) {
 	ctx := context.Background()
-	machines := &fakeMachines{fail: map[string]bool{"broken": true}}
+	moved := []Address{{Type: AddressInternalIP, Address: "172.18.0.9"}, {Type: AddressHostname, Address: "kind-worker"}}
+	machines := &fakeMachines{fail: map[string]bool{"broken": true}, restartAddrs: map[string][]Address{"kind-worker": moved}}
 	s, c := newTestCloud(t, Options{Machines: machines, DisableDataPath: true})
 	adopted, err := s.Adopt([]Machine{
 		{Name: "kind-worker", Addresses: []Address{{Type: AddressInternalIP, Address: "172.18.0.3"}, {Type: AddressHostname, Address: "kind-worker"}}},
@@ -62,6 +70,10 @@ func TestAdoptedMachines(t *testing.T) {
 	}
 	if got, err = c.StartInstance(ctx, worker.ID); err != nil || got.State != StateRunning {
 		t.Fatalf("starting %s: %+v, %v", worker.Name, got, err)
+	}
+	// The machine came back on another address: the instance has it.
+	if in, err := c.GetInstance(ctx, worker.ID); err != nil || !reflect.DeepEqual(in.Addresses, moved) {
+		t.Errorf("%s after a restart: addresses %v, %v; want the machine's new ones %v", worker.Name, in.Addresses, err, moved)
 	}
 	// A machine that fails to stop leaves its instance running, and the
 	// caller learns why.

@@ -2,6 +2,7 @@ package cloudapi
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,8 +135,8 @@ func (s *Server) routesTable() {
 	s.handle("POST /v1/instances", OpInstanceCreate, http.StatusCreated, s.createInstance)
 	s.handle("GET /v1/instances/{id}", OpInstanceGet, http.StatusOK, s.getInstance)
 	s.handle("DELETE /v1/instances/{id}", OpInstanceDelete, http.StatusOK, s.deleteInstance)
-	s.handle("POST /v1/instances/{id}/stop", OpInstanceStop, http.StatusOK, s.setState(StateStopped))
-	s.handle("POST /v1/instances/{id}/start", OpInstanceStart, http.StatusOK, s.setState(StateRunning))
+	s.handle("POST /v1/instances/{id}/stop", OpInstanceStop, http.StatusOK, s.stopInstance)
+	s.handle("POST /v1/instances/{id}/start", OpInstanceStart, http.StatusOK, s.startInstance)
 	s.handle("PUT /v1/instances/{id}/addresses", OpInstanceSetAddresses, http.StatusOK, s.setAddresses)
 
 	s.handle("GET /v1/loadbalancers", OpLoadBalancerList, http.StatusOK, s.listLoadBalancers)
@@ -386,7 +387,8 @@ func (s *Server) getInstance(r *http.Request) (any, error) {
 }
 
 func (s *Server) deleteInstance(r *http.Request) (any, error) {
-	if err := s.onMachine(r, "deleting", Machines.Delete); err != nil {
+	deleteMachine := func(ctx context.Context, m Machines, name string) error { return m.Delete(ctx, name) }
+	if err := s.onMachine(r, "deleting", deleteMachine); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -400,24 +402,50 @@ func (s *Server) deleteInstance(r *http.Request) (any, error) {
 	return nil, nil
 }
 
-func (s *Server) setState(state string) func(*http.Request) (any, error) {
-	act, what := Machines.Stop, "stopping"
-	if state == StateRunning {
-		act, what = Machines.Start, "starting"
+func (s *Server) stopInstance(r *http.Request) (any, error) {
+	stopMachine := func(ctx context.Context, m Machines, name string) error { return m.Stop(ctx, name) }
+	if err := s.onMachine(r, "stopping", stopMachine); err != nil {
+		return nil, err
 	}
-	return func(r *http.Request) (any, error) {
-		if err := s.onMachine(r, what, act); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		rec, err := s.instance(r)
-		if err != nil {
-			return nil, err
-		}
-		rec.State = state
-		return rec.copy(), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.instance(r)
+	if err != nil {
+		return nil, err
 	}
+	rec.State = StateStopped
+	return rec.copy(), nil
+}
+
+// startInstance starts the instance, and its machine if it has one; the
+// instance then has the addresses the machine came back with.
+func (s *Server) startInstance(r *http.Request) (any, error) {
+	var started []Address
+	startMachine := func(ctx context.Context, m Machines, name string) error {
+		addrs, err := m.Start(ctx, name)
+		if err == nil {
+			err = validateMachineAddresses(name, addrs)
+		}
+		started = addrs
+		return err
+	}
+	if err := s.onMachine(r, "starting", startMachine); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.instance(r)
+	if err != nil {
+		return nil, err
+	}
+	rec.State = StateRunning
+	if rec.machine && len(started) > 0 {
+		if !slices.Equal(rec.Addresses, started) {
+			s.logf("instance %s: its machine came back with addresses %v (were %v)", rec.Name, started, rec.Addresses)
+		}
+		rec.Addresses = slices.Clone(started)
+	}
+	return rec.copy(), nil
 }
 
 func (s *Server) setAddresses(r *http.Request) (any, error) {

@@ -62,17 +62,22 @@ func (k kindMachines) List(ctx context.Context) ([]cloudapi.Machine, error) {
 	slices.Sort(names)
 	var machines []cloudapi.Machine
 	for _, name := range names {
-		raw, err := k.run(ctx, "inspect", "--format", "{{json .NetworkSettings.Networks}}", name)
-		if err != nil {
-			return nil, err
-		}
-		m, err := machineFromInspect(name, raw)
+		m, err := k.inspect(ctx, name)
 		if err != nil {
 			return nil, err
 		}
 		machines = append(machines, m)
 	}
 	return machines, nil
+}
+
+// inspect reads a node container's addresses from Docker.
+func (k kindMachines) inspect(ctx context.Context, name string) (cloudapi.Machine, error) {
+	raw, err := k.run(ctx, "inspect", "--format", "{{json .NetworkSettings.Networks}}", name)
+	if err != nil {
+		return cloudapi.Machine{}, err
+	}
+	return machineFromInspect(name, raw)
 }
 
 // machineFromInspect makes a machine of a container's networks: its IPv4
@@ -104,9 +109,16 @@ func (k kindMachines) Stop(ctx context.Context, name string) error {
 	return err
 }
 
-func (k kindMachines) Start(ctx context.Context, name string) error {
-	_, err := k.run(ctx, "start", name)
-	return err
+// Start starts the container and reads its addresses again: Docker gives
+// a restarted container whichever address on its network is free, often
+// not the one it had (kind's entrypoint then moves the kubelet's node IP
+// to the new one).
+func (k kindMachines) Start(ctx context.Context, name string) ([]cloudapi.Address, error) {
+	if _, err := k.run(ctx, "start", name); err != nil {
+		return nil, err
+	}
+	m, err := k.inspect(ctx, name)
+	return m.Addresses, err
 }
 
 func (k kindMachines) Delete(ctx context.Context, name string) error {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
@@ -32,5 +36,48 @@ func TestMachineFromInspect(t *testing.T) {
 				t.Errorf("got %+v, want addresses %+v", m, tt.want)
 			}
 		})
+	}
+}
+
+// TestKindMachineStartReadsNewAddresses runs kindMachines against a fake
+// docker CLI whose container comes back from a start on another address,
+// as Docker's does when the old one was handed out meanwhile.
+func TestKindMachineStartReadsNewAddresses(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
+	docker := filepath.Join(dir, "docker")
+	script := `#!/bin/sh
+echo "$*" >>` + log + `
+case "$1" in
+start) echo "$2" ;;
+inspect) echo '{"ccmc-1":{"IPAddress":"172.18.0.7","GlobalIPv6Address":""}}' ;;
+*) echo "unexpected: $*" >&2; exit 1 ;;
+esac
+`
+	if err := os.WriteFile(docker, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k := kindMachines{docker: docker, cluster: "ccmc-1"}
+	got, err := k.Start(context.Background(), "ccmc-1-worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []cloudapi.Address{
+		{Type: cloudapi.AddressInternalIP, Address: "172.18.0.7"},
+		{Type: cloudapi.AddressHostname, Address: "ccmc-1-worker"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Start returned %v, want the container's addresses after the start %v", got, want)
+	}
+	calls, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+	if len(lines) != 2 || lines[0] != "start ccmc-1-worker" || !strings.HasPrefix(lines[1], "inspect ") {
+		t.Errorf("docker calls %q: want a start, then an inspect", lines)
+	}
+
+	// A start that fails reports docker's words and no addresses.
+	k.docker = filepath.Join(dir, "missing-docker")
+	if addrs, err := k.Start(context.Background(), "ccmc-1-worker"); err == nil || addrs != nil {
+		t.Errorf("Start with no docker CLI: %v, %v; want an error and no addresses", addrs, err)
 	}
 }
