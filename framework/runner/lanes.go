@@ -242,7 +242,7 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 	out := &lockedWriter{w: opts.Out}
 	fmt.Fprintf(out, "[ccm-conformance] running the specs in %d lanes, each with a %s cluster of its own\n", opts.Lanes, opts.Backend.Name())
 
-	seed := time.Now().UnixNano()%1_000_000 + 1
+	seed := info.Seed
 	lanes := make([]Lane, opts.Lanes)
 	exits := make([]error, opts.Lanes)
 	var wg sync.WaitGroup

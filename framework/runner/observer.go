@@ -46,6 +46,8 @@ type RunInfo struct {
 	HarnessVersion string `json:"harnessVersion"`
 	// LabelFilter narrowed the specs, if set.
 	LabelFilter string `json:"labelFilter,omitempty"`
+	// Seed ordered the specs (Options.Seed).
+	Seed int64 `json:"seed,omitempty"`
 	// Capabilities are the capabilities the profile claims.
 	Capabilities []string `json:"capabilities,omitempty"`
 	// Started is when the run began.

@@ -79,6 +79,11 @@ type Options struct {
 	// backend pods on a cluster that loads images (kind). Default
 	// framework.DefaultEchoImage.
 	EchoImage string
+	// Seed orders the specs (ginkgo's random seed), the same in every
+	// lane; 0 takes one from the clock. The seed used is printed and
+	// recorded (RunInfo.Seed), so that an order-dependent failure can be
+	// run again in the same order.
+	Seed int64
 }
 
 func (o Options) withDefaults() Options {
@@ -156,7 +161,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		LabelFilter:    opts.LabelFilter,
 		Started:        time.Now(),
 		RunID:          runID,
+		Seed:           cmp.Or(opts.Seed, time.Now().UnixNano()%1_000_000+1),
 	}
+	fmt.Fprintf(opts.Out, "[ccm-conformance] specs in the order of seed %d (--seed %d runs them in this order again)\n", info.Seed, info.Seed)
 	for _, c := range p.Capabilities {
 		info.Capabilities = append(info.Capabilities, string(c))
 	}
@@ -246,7 +253,7 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 		info:    *info,
 		echoRef: cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
 	}
-	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, out: opts.Out, verbose: true})
+	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, seed: info.Seed, out: opts.Out, verbose: true})
 	info.merge(w.info)
 	info.Worlds = []WorldInfo{{Phases: w.phases}}
 	return report, err

@@ -50,6 +50,9 @@ const (
 	MetaHarnessVersion    = "harness-version"
 	MetaBackend           = "backend"
 	MetaLabelFilter       = "label-filter"
+	// MetaSeed is the seed that ordered the specs (run --seed repeats
+	// the order).
+	MetaSeed = "seed"
 	// MetaJobVersion is the key TestGrid shows as a column's version; it
 	// holds the Kubernetes version under test.
 	MetaJobVersion = "job-version"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,6 +135,9 @@ func runMetadata(info runner.RunInfo) map[string]any {
 	set(prow.MetaCCMDigest, info.CCMDigest)
 	set(prow.MetaCCMImage, info.CCMImage)
 	set(prow.MetaLabelFilter, info.LabelFilter)
+	if info.Seed != 0 {
+		set(prow.MetaSeed, strconv.FormatInt(info.Seed, 10))
+	}
 	set(prow.MetaProfileDigest, info.ProfileDigest)
 	set(prow.MetaCCMEnv, strings.Join(info.CCMEnv, ","))
 	// The backend's own facts (kind's node image and whether its

@@ -27,6 +27,7 @@ var (
 		CCMDigest:         "sha256:abcd",
 		HarnessVersion:    "v0.1.0",
 		Started:           t0,
+		Seed:              4242,
 	}
 )
 
@@ -170,7 +171,7 @@ func TestObserver(t *testing.T) {
 			if *v.Finished.Timestamp != t0.Add(2*time.Minute).Unix() || v.Started.Timestamp != t0.Unix() {
 				t.Errorf("timestamps started %d finished %d", v.Started.Timestamp, *v.Finished.Timestamp)
 			}
-			for k, want := range map[string]string{prow.MetaProvider: "reference", prow.MetaKubernetesVersion: "v1.37.2", prow.MetaJobVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:abcd", prow.MetaHarnessVersion: "v0.1.0", prow.MetaKubernetesCommit: "0123456789abcdef"} {
+			for k, want := range map[string]string{prow.MetaProvider: "reference", prow.MetaKubernetesVersion: "v1.37.2", prow.MetaJobVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:abcd", prow.MetaHarnessVersion: "v0.1.0", prow.MetaKubernetesCommit: "0123456789abcdef", prow.MetaSeed: "4242"} {
 				if got := v.Finished.MetaString(k); got != want {
 					t.Errorf("finished.json metadata %s = %q, want %q", k, got, want)
 				}
