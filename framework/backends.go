@@ -20,10 +20,11 @@ import (
 const DefaultEchoImage = "ccm-conformance/echo-server:latest"
 
 // The echo server's ports in the backend pods (cmd/echo-server's defaults):
-// TCP and UDP answer on EchoPort, HTTP /healthz on echoHealthPort.
+// TCP and UDP answer on EchoPort; HTTP on EchoHTTPPort, GET / with the
+// same answer line and GET /healthz for the readiness probe.
 const (
 	EchoPort       = 8080
-	echoHealthPort = 8081
+	EchoHTTPPort   = 8081
 	// echoDrain is how long a terminating echo pod keeps answering, so
 	// that kube-proxy drops its endpoint before it stops listening.
 	echoDrain = "3s"
@@ -66,11 +67,11 @@ func (f *Framework) DeployEchoBackends(ctx context.Context, r EchoBackendsReques
 	}
 	podLabels := map[string]string{"app": r.App, "echo.ccm-conformance/deployment": name}
 	readiness := &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(echoHealthPort)}},
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(EchoHTTPPort)}},
 		PeriodSeconds: 1, FailureThreshold: 1,
 	}
 	if r.Unready {
-		readiness.HTTPGet.Port = intstr.FromInt32(echoHealthPort + 1)
+		readiness.HTTPGet.Port = intstr.FromInt32(EchoHTTPPort + 1)
 	}
 	downward := func(env, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
@@ -100,7 +101,7 @@ func (f *Framework) DeployEchoBackends(ctx context.Context, r EchoBackendsReques
 						Ports: []corev1.ContainerPort{
 							{Name: "tcp", ContainerPort: EchoPort, Protocol: corev1.ProtocolTCP},
 							{Name: "udp", ContainerPort: EchoPort, Protocol: corev1.ProtocolUDP},
-							{Name: "health", ContainerPort: echoHealthPort, Protocol: corev1.ProtocolTCP},
+							{Name: "health", ContainerPort: EchoHTTPPort, Protocol: corev1.ProtocolTCP},
 						},
 						ReadinessProbe: readiness,
 						SecurityContext: &corev1.SecurityContext{

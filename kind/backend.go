@@ -171,7 +171,9 @@ type Cluster struct {
 	provider   *kindcluster.Provider
 	progress   io.Writer
 	workers    int
-	hostIP     string // the gateway of the cluster's Docker network
+	// cloudRoutesPods: no static routes between the nodes (StartInput.CloudRoutesPods).
+	cloudRoutesPods bool
+	hostIP          string // the gateway of the cluster's Docker network
 
 	stopOnce sync.Once
 	stopErr  error
@@ -204,7 +206,7 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	if err != nil {
 		return nil, fmt.Errorf("kind: the docker CLI: %w", err)
 	}
-	c := &Cluster{opts: opts, name: opts.ClusterName, dir: in.Dir, realDocker: realDocker, progress: progress, workers: in.Nodes}
+	c := &Cluster{opts: opts, name: opts.ClusterName, dir: in.Dir, realDocker: realDocker, progress: progress, workers: in.Nodes, cloudRoutesPods: in.CloudRoutesPods}
 	c.kubeconfig = filepath.Join(in.Dir, "kubeconfig")
 	if err := os.MkdirAll(in.Dir, 0o755); err != nil {
 		return nil, err
@@ -334,6 +336,10 @@ func (c *Cluster) afterCreate(ctx context.Context) error {
 		if err := c.dockerExec(ctx, n.Name, strings.NewReader(string(conf)), "sh", "-c", "mkdir -p /etc/cni/net.d && cat > "+CNIConfigPath); err != nil {
 			return err
 		}
+	}
+	if c.cloudRoutesPods {
+		fmt.Fprintf(c.progress, "kind: no static routes between the nodes' pod networks: the cloud's routes carry pod traffic (cluster.podRoutes: cloud)\n")
+		return nil
 	}
 	routes, err := nodeRoutes(routed)
 	if err != nil {
@@ -515,6 +521,10 @@ func (c *Cluster) Metadata() map[string]string {
 		"kind.cluster":    c.name,
 		"kind.nodeImage":  c.image.Tag,
 		"kind.privileged": "true",
+		"kind.podRoutes":  "backend",
+	}
+	if c.cloudRoutesPods {
+		m["kind.podRoutes"] = "cloud"
 	}
 	if c.image.ID != "" {
 		m["kind.nodeImageID"] = c.image.ID

@@ -100,6 +100,8 @@ func TestIntegrationKindConformance(t *testing.T) {
 		"keeps serving through the load balancer while the backing Deployment rolls",
 		"deletes the Node of an instance deleted in the cloud",
 		"gives every node's podCIDRs a cloud route to that node",
+		"carries traffic from the control plane to a pod on every other node over the cloud's routes",
+		"taints the Node of a stopped instance as shut down",
 	} {
 		found := false
 		for name := range passed {
@@ -113,6 +115,11 @@ func TestIntegrationKindConformance(t *testing.T) {
 	if meta["ccm-image"] != image || meta["ccm-digest"] != id || meta["backend"] != "kind" {
 		t.Errorf("metadata.json: backend %v, ccm-image %v, ccm-digest %v; want kind, %s and %s", meta["backend"], meta["ccm-image"], meta["ccm-digest"], image, id)
 	}
+	// Only the cloud's routes joined the nodes' pod networks, so the
+	// routes spec's traffic went over them.
+	if meta["kind.podRoutes"] != "cloud" {
+		t.Errorf("metadata.json: kind.podRoutes %v, want cloud (reference-kind.yaml's cluster.podRoutes)", meta["kind.podRoutes"])
+	}
 	if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", "ccm.log")); err != nil || !strings.Contains(string(log), "cloud-controller-manager") {
 		t.Errorf("the deployed CCM's log is not in the artifacts (%v):\n%s", err, tail(string(log), 10))
 	}
@@ -122,14 +129,18 @@ func TestIntegrationKindConformance(t *testing.T) {
 }
 
 // kindDefectCases are the defects of the reference CCM's image shown on
-// kind, one run: a wrong zone fails the zone spec on the real nodes, and a
+// kind, one run: a wrong zone fails the zone spec on the real nodes, a
 // wrong node port fails every data path spec, those through real pods
-// included (the only specs that run there and nowhere else).
+// included (the only specs that run there and nowhere else), and routes
+// to the wrong CIDRs fail the route spec and leave the nodes' pods out
+// of reach (nothing but the cloud's routes joins their networks), which
+// the spec that adds a stray route, waiting for the nodes' routes first,
+// sees too.
 func kindDefectCases() []defectCase {
 	wrongPort := []string{"Service ccm-lb-", "to listen on"}
 	return []defectCase{{
-		name: "image on kind", defects: "wrong-zone,wrong-node-port", kind: true,
-		labelFilter: "Zones || DataPath",
+		name: "image on kind", defects: "wrong-zone,wrong-node-port,wrong-route-cidr", kind: true,
+		labelFilter: "Zones || DataPath || Routes",
 		failing: map[string][]string{
 			"labels each node with its instance's zone and region":                               {"node ccmc-", "topology.kubernetes.io/zone", "-wrong"},
 			"delivers TCP traffic sent to the ingress to a backend":                              wrongPort,
@@ -138,6 +149,10 @@ func kindDefectCases() []defectCase {
 			"sends traffic only to the Service's ready endpoints":                                wrongPort,
 			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint": wrongPort,
 			"keeps serving through the load balancer while the backing Deployment rolls":         wrongPort,
+			"gives every node's podCIDRs a cloud route to that node":                             {"node ccmc-", "expected a cloud route 10.244."},
+			"carries traffic from the control plane to a pod on every other node":                {"asked from the control plane through the API server: no answer", "the cloud has routes [10.244."},
+			// It waits for the nodes' routes before it adds a stray one.
+			"removes a route inside the cluster CIDR that belongs to no node": {"node ccmc-", "expected a cloud route 10.244."},
 		},
 	}}
 }

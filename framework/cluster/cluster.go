@@ -60,6 +60,11 @@ type StartInput struct {
 	Nodes int
 	// IPFamilies of the cluster: IPv4, IPv6 or both.
 	IPFamilies []string
+	// CloudRoutesPods says that only the cloud's routes (the CCM's route
+	// controller's) may carry pod traffic between nodes: a backend with
+	// real nodes then sets no routes of its own between them
+	// (profile cluster.podRoutes: cloud).
+	CloudRoutesPods bool
 	// Progress receives human-readable progress of long steps.
 	Progress io.Writer
 }

@@ -177,7 +177,23 @@ type Cluster struct {
 	// routes suite needs to tell the cluster's routes from others. The
 	// local cluster knows its own; default none.
 	ClusterCIDRs []string `json:"clusterCIDRs,omitempty"`
+	// PodRoutes says what routes each node's pod network to the other
+	// nodes on a cluster the harness makes of real nodes (kind):
+	// PodRoutesBackend (the default) or PodRoutesCloud.
+	PodRoutes string `json:"podRoutes,omitempty"`
 }
+
+// The values of cluster.podRoutes.
+const (
+	// PodRoutesBackend: the backend sets static routes between the nodes
+	// when the cluster comes up, for a CCM that programs no routes.
+	PodRoutesBackend = "backend"
+	// PodRoutesCloud: nothing but the cloud routes the CCM's route
+	// controller creates carries pod traffic between nodes (the reference
+	// cloud programs its routes into the kind node containers), so the
+	// routes suite can show that traffic crossing them.
+	PodRoutesCloud = "cloud"
+)
 
 // Load reads, decodes strictly and validates the profile at path. Every
 // problem is reported with the field's path, for example
@@ -240,6 +256,9 @@ func cleanDecodeError(err error) string {
 func (p *Profile) applyDefaults() {
 	if p.Cluster.Nodes == 0 {
 		p.Cluster.Nodes = 3
+	}
+	if p.Cluster.PodRoutes == "" {
+		p.Cluster.PodRoutes = PodRoutesBackend
 	}
 	if len(p.Cluster.IPFamilies) == 0 {
 		p.Cluster.IPFamilies = []string{"IPv4"}
@@ -312,6 +331,9 @@ func (p *Profile) Validate() field.ErrorList {
 		famSeen[f] = true
 	}
 
+	if r := p.Cluster.PodRoutes; r != PodRoutesBackend && r != PodRoutesCloud {
+		errs = append(errs, field.NotSupported(cpath.Child("podRoutes"), r, []string{PodRoutesBackend, PodRoutesCloud}))
+	}
 	for i, c := range p.Cluster.ClusterCIDRs {
 		if _, _, err := net.ParseCIDR(c); err != nil {
 			errs = append(errs, field.Invalid(cpath.Child("clusterCIDRs").Index(i), c, "not a CIDR"))

@@ -14,7 +14,7 @@ func TestLoadValid(t *testing.T) {
 		check func(t *testing.T, p *Profile)
 	}{
 		{"valid-minimal.yaml", func(t *testing.T, p *Profile) {
-			if p.Cluster.Nodes != 3 || len(p.Cluster.IPFamilies) != 1 || p.Cluster.IPFamilies[0] != "IPv4" {
+			if p.Cluster.Nodes != 3 || len(p.Cluster.IPFamilies) != 1 || p.Cluster.IPFamilies[0] != "IPv4" || p.Cluster.PodRoutes != PodRoutesBackend {
 				t.Errorf("cluster defaults not applied: %+v", p.Cluster)
 			}
 			if got := p.Timeout(NodeInitialize); got != 5*time.Minute {
@@ -102,6 +102,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-unknown-capability.yaml", []string{"capabilities[1]", `"load-balancer"`, "LoadBalancer"}},
 		{"invalid-no-ccm.yaml", []string{"ccm.binary: Required value"}},
 		{"invalid-wrong-type.yaml", []string{"cluster.nodes", "string"}},
+		{"invalid-pod-routes.yaml", []string{"cluster.podRoutes", `"kindnet"`, `"backend", "cloud"`}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
 		{"invalid-both-ccms.yaml", []string{"ccm.deployed", "exclusive"}},
 		{"invalid-image-and-binary.yaml", []string{"ccm.image: Forbidden", "ccm.binary and ccm.image are exclusive"}},

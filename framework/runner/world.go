@@ -192,10 +192,11 @@ func (w *world) startCluster(ctx context.Context) error {
 	w.logf("starting the cluster (%s backend)", w.backend.Name())
 	start := time.Now()
 	c, err := w.backend.Start(ctx, cluster.StartInput{
-		Dir:        w.runDir,
-		Nodes:      w.profile.Cluster.Nodes,
-		IPFamilies: w.profile.Cluster.IPFamilies,
-		Progress:   w.out,
+		Dir:             w.runDir,
+		Nodes:           w.profile.Cluster.Nodes,
+		IPFamilies:      w.profile.Cluster.IPFamilies,
+		CloudRoutesPods: w.profile.Cluster.PodRoutes == profile.PodRoutesCloud,
+		Progress:        w.out,
 	})
 	if err != nil {
 		var inErr *cluster.InputError

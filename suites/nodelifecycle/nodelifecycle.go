@@ -303,6 +303,23 @@ func declare(f *framework.Framework) {
 				g.Expect(framework.HasTaint(n, cloudproviderapi.TaintNodeShutdown)).To(BeFalse(),
 					"node %s (instance running again): expected taint %s gone, saw taints %s", m.name, cloudproviderapi.TaintNodeShutdown, framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeShutdown)).Should(Succeed())
+
+			// A started instance may come back on other addresses (a
+			// restarted kind node container gets whichever IP is free):
+			// the Node then has them, not those from before the stop.
+			if f.Driver.Supports(clouddriver.VerbInstanceGet) {
+				Eventually(ctx, func(g Gomega) {
+					inst, err := f.Driver.GetInstance(ctx, m.name)
+					g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the instance of node %s", m.name)
+					n, err := f.View().Node(m.name)
+					g.Expect(err).NotTo(HaveOccurred(), "node %s", m.name)
+					want, err := framework.ExpectedAddresses(inst.Addresses, framework.ProvidedNodeIPs(n))
+					g.Expect(err).NotTo(HaveOccurred(), "node %s after its instance started again", m.name)
+					g.Expect(framework.SameAddressSet(n.Status.Addresses, want)).To(BeTrue(),
+						"node %s after its instance started again: expected addresses [%s] (from the cloud), saw [%s]",
+						m.name, framework.FormatAddresses(want), framework.FormatAddresses(n.Status.Addresses))
+				}).WithTimeout(f.Timeout(profile.NodeAddressUpdate)).WithPolling(f.PollInterval()).Should(Succeed())
+			}
 		})
 
 		It("keeps a Node whose instance never existed uninitialized, and deletes it once it is NotReady", func(ctx SpecContext) {

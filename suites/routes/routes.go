@@ -124,6 +124,10 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.RouteSync)).Should(Succeed())
 		})
 
+		It("carries traffic from the control plane to a pod on every other node over the cloud's routes", Label(string(profile.DataPath)), func(ctx SpecContext) {
+			carriesPodTraffic(ctx, f)
+		})
+
 		It("deletes the route of a deleted node", func(ctx SpecContext) {
 			f.RequireMachines()
 			f.RequireDriverVerbs(clouddriver.VerbRoutesList)
@@ -222,4 +226,81 @@ func declare(f *framework.Framework) {
 				"route %s->%s (outside the cluster network %s): expected it kept, saw it removed; the cloud has [%s]", outsideCIDR, target, clusterV4, formatRoutes(routes))
 		})
 	})
+}
+
+// controlPlaneLabel marks the nodes the API server runs on (kubeadm's).
+const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
+
+// carriesPodTraffic puts an echo pod on every node but the control plane
+// and asks each, through the API server's pod proxy, for its answer: the
+// API server on the control plane node reaches a pod on another node only
+// through a route to that node's podCIDR, and on a cluster whose pod
+// networks only the cloud's routes join (cluster.podRoutes: cloud) that
+// route is the CCM's. The pod must see the control plane node's own
+// address as the client: the traffic was routed, not translated.
+func carriesPodTraffic(ctx context.Context, f *framework.Framework) {
+	if f.Machines != nil {
+		Skip("the spec needs real pods on real nodes; simulated nodes have no pod network (run it on kind)")
+	}
+	if f.Profile.Cluster.PodRoutes != profile.PodRoutesCloud {
+		Skip(fmt.Sprintf("the cluster routes pod networks between nodes itself (cluster.podRoutes: %s), so pod traffic would not show the cloud's routes", f.Profile.Cluster.PodRoutes))
+	}
+	if f.EchoImage == "" {
+		Skip("the harness has no echo server image for this cluster (docs/images.md)")
+	}
+	f.RequireDriverVerbs(clouddriver.VerbRoutesList)
+	var controlPlane, others []corev1.Node
+	for _, n := range f.View().Nodes() {
+		if _, ok := n.Labels[controlPlaneLabel]; ok {
+			controlPlane = append(controlPlane, n)
+		} else {
+			others = append(others, n)
+		}
+	}
+	if len(controlPlane) == 0 || len(others) == 0 {
+		Skip(fmt.Sprintf("the spec needs a node labelled %s (where the API server runs) and another node; saw %d and %d", controlPlaneLabel, len(controlPlane), len(others)))
+	}
+	apiServerIPs := map[string]bool{}
+	for _, n := range controlPlane {
+		for _, a := range n.Status.Addresses {
+			apiServerIPs[a.Address] = true
+		}
+	}
+
+	ns, err := f.CreateNamespace(ctx, "routes")
+	Expect(err).NotTo(HaveOccurred(), "creating the spec's namespace")
+	DeferCleanup(f.DeleteNamespace, ns)
+	type target struct{ node, pod string }
+	var targets []target
+	for i, n := range others {
+		app := fmt.Sprintf("echo-%d", i)
+		b, err := f.DeployEchoBackends(ctx, framework.EchoBackendsRequest{Namespace: ns, App: app, Replicas: 1, NodeName: n.Name})
+		Expect(err).NotTo(HaveOccurred(), "deploying an echo pod on node %s", n.Name)
+		ready, err := b.ReadyPods(ctx, f)
+		Expect(err).NotTo(HaveOccurred())
+		for pod := range ready {
+			targets = append(targets, target{node: n.Name, pod: pod})
+		}
+	}
+	for _, t := range targets {
+		Eventually(ctx, func(g Gomega) {
+			raw, err := f.Client.CoreV1().Pods(ns).ProxyGet("http", t.pod, fmt.Sprint(framework.EchoHTTPPort), "/", nil).DoRaw(ctx)
+			g.Expect(err).NotTo(HaveOccurred(), "pod %s/%s on node %s, asked from the control plane through the API server: no answer (%s); the cloud has routes [%s]",
+				ns, t.pod, t.node, strings.TrimSpace(string(raw)), routesNow(ctx, f))
+			a, err := framework.ParseEchoAnswer(strings.TrimSpace(string(raw)))
+			g.Expect(err).NotTo(HaveOccurred(), "pod %s/%s on node %s", ns, t.pod, t.node)
+			g.Expect(a.Pod).To(Equal(t.pod), "asked pod %s/%s on node %s, saw an answer from pod %s", ns, t.pod, t.node, a.Pod)
+			g.Expect(apiServerIPs[a.Client]).To(BeTrue(),
+				"pod %s/%s on node %s saw client %s, expected an address of the control plane node (routed, not translated)", ns, t.pod, t.node, a.Client)
+		}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
+	}
+}
+
+// routesNow formats the cloud's routes, for a failure message.
+func routesNow(ctx context.Context, f *framework.Framework) string {
+	routes, err := f.Driver.ListRoutes(ctx)
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	return formatRoutes(routes)
 }

@@ -1,9 +1,13 @@
 package cloudapi
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 )
 
@@ -20,6 +24,20 @@ type Machines interface {
 	// them.
 	Start(ctx context.Context, name string) ([]Address, error)
 	Delete(ctx context.Context, name string) error
+	// SetRoutes makes routes the machine's whole table of cloud routes:
+	// it adds or changes what is missing and removes the cloud routes it
+	// set before that are no longer wanted. The cloud calls it with a
+	// running machine's table whenever a route, or an address a route
+	// goes through, may have changed.
+	SetRoutes(ctx context.Context, name string, routes []MachineRoute) error
+}
+
+// MachineRoute is a cloud route as a machine carries it: traffic to
+// Destination goes through Via, the address of the route's target machine
+// of Destination's family.
+type MachineRoute struct {
+	Destination netip.Prefix
+	Via         netip.Addr
 }
 
 // Machine is one real machine, as the cloud adopts it.
@@ -93,6 +111,72 @@ func (s *Server) onMachine(r *http.Request, what string, act func(context.Contex
 	}
 	if err := act(r.Context(), s.opts.Machines, name); err != nil {
 		return &apiError{http.StatusBadGateway, fmt.Sprintf("%s the machine of instance %s: %v", what, name, err)}
+	}
+	return nil
+}
+
+// machineRoutes are the route tables of the running machines: each gets
+// the cloud's routes to other machines, through the target's address of
+// the destination's family. A route whose target is no running machine,
+// or has no address of that family, is on no machine's table.
+func (s *Server) machineRoutes() map[string][]MachineRoute {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	via := map[string][]netip.Addr{} // running machines' addresses, by name
+	for _, rec := range s.instances {
+		if !rec.machine || rec.State != StateRunning {
+			continue
+		}
+		via[rec.Name] = nil
+		for _, a := range rec.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == AddressInternalIP {
+				via[rec.Name] = append(via[rec.Name], ip)
+			}
+		}
+	}
+	records := slices.Collect(maps.Values(s.routes))
+	slices.SortFunc(records, func(a, b *routeRecord) int { return cmp.Compare(a.seq, b.seq) })
+	tables := map[string][]MachineRoute{}
+	for name := range via {
+		tables[name] = []MachineRoute{}
+	}
+	for _, rec := range records {
+		dest, err := netip.ParsePrefix(rec.DestinationCIDR)
+		if err != nil {
+			continue
+		}
+		i := slices.IndexFunc(via[rec.NodeName], func(a netip.Addr) bool { return a.Is4() == dest.Addr().Is4() })
+		if i < 0 {
+			continue
+		}
+		for name := range tables {
+			if name != rec.NodeName {
+				tables[name] = append(tables[name], MachineRoute{Destination: dest, Via: via[rec.NodeName][i]})
+			}
+		}
+	}
+	return tables
+}
+
+// syncMachineRoutes gives every running machine its route table. One sync
+// runs at a time, so that tables are applied in the order they were
+// computed; s.mu is not held while the machines change (that takes a
+// docker exec each).
+func (s *Server) syncMachineRoutes(ctx context.Context) error {
+	if s.opts.Machines == nil {
+		return nil
+	}
+	s.routeSyncMu.Lock()
+	defer s.routeSyncMu.Unlock()
+	tables := s.machineRoutes()
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(tables)) {
+		if err := s.opts.Machines.SetRoutes(ctx, name, tables[name]); err != nil {
+			errs = append(errs, fmt.Errorf("machine %s: %w", name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &apiError{http.StatusBadGateway, fmt.Sprintf("programming the cloud's routes into its machines: %v", err)}
 	}
 	return nil
 }

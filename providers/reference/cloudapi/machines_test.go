@@ -17,6 +17,28 @@ type fakeMachines struct {
 	calls        []string
 	fail         map[string]bool
 	restartAddrs map[string][]Address
+	// tables are the route tables last set, by machine.
+	tables map[string][]MachineRoute
+}
+
+func (f *fakeMachines) SetRoutes(_ context.Context, name string, routes []MachineRoute) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tables == nil {
+		f.tables = map[string][]MachineRoute{}
+	}
+	f.tables[name] = routes
+	return nil
+}
+
+func (f *fakeMachines) table(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, r := range f.tables[name] {
+		out = append(out, r.Destination.String()+" via "+r.Via.String())
+	}
+	return out
 }
 
 func (f *fakeMachines) act(verb, name string) error {
@@ -103,4 +125,65 @@ func TestAdoptedMachines(t *testing.T) {
 	if _, err := s.Adopt([]Machine{{Name: "bad", Addresses: []Address{{Type: AddressInternalIP, Address: "not-an-ip"}}}}); err == nil {
 		t.Error("adopting a machine with a malformed address was accepted")
 	}
+}
+
+// The cloud's routes are programmed into its machines: each running
+// machine gets the routes to the others, through the target's address of
+// the destination's family, and loses them when the route or the target
+// goes; a restarted machine's new address is the new next hop.
+func TestMachineRoutes(t *testing.T) {
+	ctx := context.Background()
+	ip := func(a string) Address { return Address{Type: AddressInternalIP, Address: a} }
+	machines := &fakeMachines{restartAddrs: map[string][]Address{"w2": {ip("172.18.0.9")}}}
+	s, c := newTestCloud(t, Options{Machines: machines, DisableDataPath: true})
+	adopted, err := s.Adopt([]Machine{
+		{Name: "cp", Addresses: []Address{ip("172.18.0.2"), ip("fc00::2")}},
+		{Name: "w1", Addresses: []Address{ip("172.18.0.3")}},
+		{Name: "w2", Addresses: []Address{ip("172.18.0.4"), {Type: AddressHostname, Address: "w2"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []CreateRouteRequest{
+		{Name: "cp-4", NodeName: "cp", DestinationCIDR: "10.244.0.0/24"},
+		{Name: "cp-6", NodeName: "cp", DestinationCIDR: "fd00:10:244::/64"},
+		{Name: "w1-4", NodeName: "w1", DestinationCIDR: "10.244.1.0/24"},
+		{Name: "w1-6", NodeName: "w1", DestinationCIDR: "fd00:10:244:1::/64"}, // w1 has no IPv6 address
+		{Name: "w2-4", NodeName: "w2", DestinationCIDR: "10.244.2.0/24"},
+		{Name: "gone", NodeName: "not-a-machine", DestinationCIDR: "10.244.9.0/24"},
+	} {
+		if _, err := c.CreateRoute(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, want map[string][]string) {
+		t.Helper()
+		for name, w := range want {
+			if got := machines.table(name); !reflect.DeepEqual(got, w) {
+				t.Errorf("%s: machine %s has routes %q, want %q", when, name, got, w)
+			}
+		}
+	}
+	check("after the creates", map[string][]string{
+		"cp": {"10.244.1.0/24 via 172.18.0.3", "10.244.2.0/24 via 172.18.0.4"},
+		"w1": {"10.244.0.0/24 via 172.18.0.2", "fd00:10:244::/64 via fc00::2", "10.244.2.0/24 via 172.18.0.4"},
+		"w2": {"10.244.0.0/24 via 172.18.0.2", "fd00:10:244::/64 via fc00::2", "10.244.1.0/24 via 172.18.0.3"},
+	})
+
+	w2 := adopted[2].ID
+	if _, err := c.StopInstance(ctx, w2); err != nil {
+		t.Fatal(err)
+	}
+	check("w2 stopped", map[string][]string{"cp": {"10.244.1.0/24 via 172.18.0.3"}})
+	if _, err := c.StartInstance(ctx, w2); err != nil {
+		t.Fatal(err)
+	}
+	check("w2 started on another address", map[string][]string{
+		"cp": {"10.244.1.0/24 via 172.18.0.3", "10.244.2.0/24 via 172.18.0.9"},
+		"w2": {"10.244.0.0/24 via 172.18.0.2", "fd00:10:244::/64 via fc00::2", "10.244.1.0/24 via 172.18.0.3"},
+	})
+	if err := c.DeleteRoute(ctx, "w1-4"); err != nil {
+		t.Fatal(err)
+	}
+	check("w1's route deleted", map[string][]string{"cp": {"10.244.2.0/24 via 172.18.0.9"}})
 }

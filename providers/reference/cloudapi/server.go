@@ -54,6 +54,8 @@ type Server struct {
 	mux  *http.ServeMux
 	dp   *dataPlane // nil when the data path is disabled
 
+	// routeSyncMu serializes syncMachineRoutes.
+	routeSyncMu sync.Mutex
 	mu          sync.Mutex
 	instances   map[string]*instanceRecord // by ID
 	idByName    map[string]string
@@ -134,9 +136,9 @@ func (s *Server) routesTable() {
 	s.handle("GET /v1/instances", OpInstanceList, http.StatusOK, s.listInstances)
 	s.handle("POST /v1/instances", OpInstanceCreate, http.StatusCreated, s.createInstance)
 	s.handle("GET /v1/instances/{id}", OpInstanceGet, http.StatusOK, s.getInstance)
-	s.handle("DELETE /v1/instances/{id}", OpInstanceDelete, http.StatusOK, s.deleteInstance)
-	s.handle("POST /v1/instances/{id}/stop", OpInstanceStop, http.StatusOK, s.stopInstance)
-	s.handle("POST /v1/instances/{id}/start", OpInstanceStart, http.StatusOK, s.startInstance)
+	s.handle("DELETE /v1/instances/{id}", OpInstanceDelete, http.StatusOK, s.thenSyncRoutes(s.deleteInstance))
+	s.handle("POST /v1/instances/{id}/stop", OpInstanceStop, http.StatusOK, s.thenSyncRoutes(s.stopInstance))
+	s.handle("POST /v1/instances/{id}/start", OpInstanceStart, http.StatusOK, s.thenSyncRoutes(s.startInstance))
 	s.handle("PUT /v1/instances/{id}/addresses", OpInstanceSetAddresses, http.StatusOK, s.setAddresses)
 
 	s.handle("GET /v1/loadbalancers", OpLoadBalancerList, http.StatusOK, s.listLoadBalancers)
@@ -144,9 +146,12 @@ func (s *Server) routesTable() {
 	s.handle("PUT /v1/loadbalancers/{name}", OpLoadBalancerEnsure, http.StatusOK, s.ensureLoadBalancer)
 	s.handle("DELETE /v1/loadbalancers/{name}", OpLoadBalancerDelete, http.StatusOK, s.deleteLoadBalancer)
 
-	s.handle("GET /v1/routes", OpRouteList, http.StatusOK, s.listRoutes)
-	s.handle("POST /v1/routes", OpRouteCreate, http.StatusCreated, s.createRoute)
-	s.handle("DELETE /v1/routes/{name}", OpRouteDelete, http.StatusOK, s.deleteRoute)
+	// With real machines the routes are real: each change, and each
+	// list (the route controller lists on every reconciliation, so a
+	// machine that missed one catches up), programs the machines.
+	s.handle("GET /v1/routes", OpRouteList, http.StatusOK, s.thenSyncRoutes(s.listRoutes))
+	s.handle("POST /v1/routes", OpRouteCreate, http.StatusCreated, s.thenSyncRoutes(s.createRoute))
+	s.handle("DELETE /v1/routes/{name}", OpRouteDelete, http.StatusOK, s.thenSyncRoutes(s.deleteRoute))
 
 	// Inspection and fault injection are not cloud operations: they are
 	// neither logged as calls nor subject to faults.
@@ -158,6 +163,22 @@ func (s *Server) routesTable() {
 	s.handle("/", "", 0, func(r *http.Request) (any, error) {
 		return nil, notFound("no such endpoint: %s %s", r.Method, r.URL.Path)
 	})
+}
+
+// thenSyncRoutes runs fn and then, if it succeeded, gives the machines
+// their route tables (syncMachineRoutes); an error of that is the
+// request's.
+func (s *Server) thenSyncRoutes(fn func(*http.Request) (any, error)) func(*http.Request) (any, error) {
+	return func(r *http.Request) (any, error) {
+		v, err := fn(r)
+		if err != nil {
+			return v, err
+		}
+		if err := s.syncMachineRoutes(r.Context()); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
 }
 
 // handle registers fn for pattern. The wrapper applies faults, records the

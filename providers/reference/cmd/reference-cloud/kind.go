@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
@@ -35,6 +36,16 @@ const (
 type kindMachines struct {
 	docker  string
 	cluster string
+
+	mu sync.Mutex
+	// routes are the cloud routes set on each container since it last
+	// started: destination -> via. A started container has a new network
+	// namespace, so none.
+	routes map[string]map[netip.Prefix]netip.Addr
+}
+
+func newKindMachines(docker, cluster string) *kindMachines {
+	return &kindMachines{docker: docker, cluster: cluster, routes: map[string]map[netip.Prefix]netip.Addr{}}
 }
 
 // containerNetworks is the part of `docker inspect` that holds a
@@ -46,7 +57,7 @@ type containerNetworks map[string]struct {
 
 // List returns the cluster's nodes (not kind's external load balancer) as
 // machines: InternalIPs from their Docker networks, and their hostname.
-func (k kindMachines) List(ctx context.Context) ([]cloudapi.Machine, error) {
+func (k *kindMachines) List(ctx context.Context) ([]cloudapi.Machine, error) {
 	out, err := k.run(ctx, "ps", "--all", "--filter", "label="+kindClusterLabel+"="+k.cluster,
 		"--format", `{{.Names}} {{.Label "`+kindRoleLabel+`"}}`)
 	if err != nil {
@@ -72,7 +83,7 @@ func (k kindMachines) List(ctx context.Context) ([]cloudapi.Machine, error) {
 }
 
 // inspect reads a node container's addresses from Docker.
-func (k kindMachines) inspect(ctx context.Context, name string) (cloudapi.Machine, error) {
+func (k *kindMachines) inspect(ctx context.Context, name string) (cloudapi.Machine, error) {
 	raw, err := k.run(ctx, "inspect", "--format", "{{json .NetworkSettings.Networks}}", name)
 	if err != nil {
 		return cloudapi.Machine{}, err
@@ -104,7 +115,7 @@ func machineFromInspect(name, networksJSON string) (cloudapi.Machine, error) {
 	return cloudapi.Machine{Name: name, Addresses: addrs}, nil
 }
 
-func (k kindMachines) Stop(ctx context.Context, name string) error {
+func (k *kindMachines) Stop(ctx context.Context, name string) error {
 	_, err := k.run(ctx, "stop", "--time", machineStopGrace, name)
 	return err
 }
@@ -113,7 +124,8 @@ func (k kindMachines) Stop(ctx context.Context, name string) error {
 // a restarted container whichever address on its network is free, often
 // not the one it had (kind's entrypoint then moves the kubelet's node IP
 // to the new one).
-func (k kindMachines) Start(ctx context.Context, name string) ([]cloudapi.Address, error) {
+func (k *kindMachines) Start(ctx context.Context, name string) ([]cloudapi.Address, error) {
+	k.forgetRoutes(name)
 	if _, err := k.run(ctx, "start", name); err != nil {
 		return nil, err
 	}
@@ -121,12 +133,72 @@ func (k kindMachines) Start(ctx context.Context, name string) ([]cloudapi.Addres
 	return m.Addresses, err
 }
 
-func (k kindMachines) Delete(ctx context.Context, name string) error {
+func (k *kindMachines) Delete(ctx context.Context, name string) error {
+	k.forgetRoutes(name)
 	_, err := k.run(ctx, "rm", "--force", "--volumes", name)
 	return err
 }
 
-func (k kindMachines) run(ctx context.Context, args ...string) (string, error) {
+func (k *kindMachines) forgetRoutes(name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.routes, name)
+}
+
+// SetRoutes runs `ip route replace` in the container for each route it
+// lacks or has through another address, and `ip route del` for each it
+// was given before and is not given now. Routes the container has of its
+// own (kind's, the CNI's) are left alone.
+func (k *kindMachines) SetRoutes(ctx context.Context, name string, routes []cloudapi.MachineRoute) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	set := k.routes[name]
+	if set == nil {
+		set = map[netip.Prefix]netip.Addr{}
+		k.routes[name] = set
+	}
+	want := map[netip.Prefix]netip.Addr{}
+	for _, r := range routes {
+		want[r.Destination] = r.Via
+	}
+	for _, dest := range slices.SortedFunc(maps.Keys(want), comparePrefixes) {
+		via := want[dest]
+		if old, ok := set[dest]; ok && old == via {
+			continue
+		}
+		if _, err := k.run(ctx, "exec", name, "ip", ipFamily(dest), "route", "replace", dest.String(), "via", via.String()); err != nil {
+			return err
+		}
+		set[dest] = via
+	}
+	for _, dest := range slices.SortedFunc(maps.Keys(set), comparePrefixes) {
+		if _, ok := want[dest]; ok {
+			continue
+		}
+		// Gone already is as good as deleted.
+		if _, err := k.run(ctx, "exec", name, "ip", ipFamily(dest), "route", "del", dest.String()); err != nil && !strings.Contains(err.Error(), "No such process") {
+			return err
+		}
+		delete(set, dest)
+	}
+	return nil
+}
+
+func ipFamily(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "-4"
+	}
+	return "-6"
+}
+
+func comparePrefixes(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
+func (k *kindMachines) run(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, dockerTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, k.docker, args...).CombinedOutput()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -57,7 +58,7 @@ esac
 	if err := os.WriteFile(docker, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := kindMachines{docker: docker, cluster: "ccmc-1"}
+	k := newKindMachines(docker, "ccmc-1")
 	got, err := k.Start(context.Background(), "ccmc-1-worker")
 	if err != nil {
 		t.Fatal(err)
@@ -79,5 +80,70 @@ esac
 	k.docker = filepath.Join(dir, "missing-docker")
 	if addrs, err := k.Start(context.Background(), "ccmc-1-worker"); err == nil || addrs != nil {
 		t.Errorf("Start with no docker CLI: %v, %v; want an error and no addresses", addrs, err)
+	}
+}
+
+// TestKindMachineSetRoutes checks the docker commands SetRoutes runs: only
+// what changed, and nothing again for a table the container already has;
+// a start forgets the container's routes (a new network namespace).
+func TestKindMachineSetRoutes(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
+	docker := filepath.Join(dir, "docker")
+	script := `#!/bin/sh
+echo "$*" >>` + log + `
+case "$1" in
+exec) case "$*" in *" del 10.244.9.0/24") echo "RTNETLINK answers: No such process" >&2; exit 2 ;; esac ;;
+start) ;;
+inspect) echo '{"ccmc-1":{"IPAddress":"172.18.0.7","GlobalIPv6Address":""}}' ;;
+*) exit 1 ;;
+esac
+`
+	if err := os.WriteFile(docker, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	route := func(dest, via string) cloudapi.MachineRoute {
+		return cloudapi.MachineRoute{Destination: netip.MustParsePrefix(dest), Via: netip.MustParseAddr(via)}
+	}
+	k := newKindMachines(docker, "ccmc-1")
+	ctx := context.Background()
+	steps := []struct {
+		name   string
+		routes []cloudapi.MachineRoute
+		start  bool
+		want   []string
+	}{
+		{"first table", []cloudapi.MachineRoute{route("10.244.1.0/24", "172.18.0.3"), route("fd00:10:244:1::/64", "fc00::3"), route("10.244.9.0/24", "172.18.0.5")}, false, []string{
+			"exec w ip -4 route replace 10.244.1.0/24 via 172.18.0.3",
+			"exec w ip -4 route replace 10.244.9.0/24 via 172.18.0.5",
+			"exec w ip -6 route replace fd00:10:244:1::/64 via fc00::3",
+		}},
+		{"the same again", []cloudapi.MachineRoute{route("fd00:10:244:1::/64", "fc00::3"), route("10.244.1.0/24", "172.18.0.3"), route("10.244.9.0/24", "172.18.0.5")}, false, nil},
+		{"a next hop moved, a route gone (already gone in the container)", []cloudapi.MachineRoute{route("10.244.1.0/24", "172.18.0.8"), route("fd00:10:244:1::/64", "fc00::3")}, false, []string{
+			"exec w ip -4 route replace 10.244.1.0/24 via 172.18.0.8",
+			"exec w ip -4 route del 10.244.9.0/24",
+		}},
+		{"after a start, everything again", []cloudapi.MachineRoute{route("10.244.1.0/24", "172.18.0.8")}, true, []string{
+			"exec w ip -4 route replace 10.244.1.0/24 via 172.18.0.8",
+		}},
+	}
+	for _, st := range steps {
+		if st.start {
+			if _, err := k.Start(ctx, "w"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = os.Remove(log)
+		if err := k.SetRoutes(ctx, "w", st.routes); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		calls, _ := os.ReadFile(log)
+		var got []string
+		if s := strings.TrimSpace(string(calls)); s != "" {
+			got = strings.Split(s, "\n")
+		}
+		if !reflect.DeepEqual(got, st.want) {
+			t.Errorf("%s: docker ran %q, want %q", st.name, got, st.want)
+		}
 	}
 }
