@@ -36,6 +36,8 @@ const (
 type kindMachines struct {
 	docker  string
 	cluster string
+	// logf gets a line for each route set or removed in a container.
+	logf func(format string, args ...any)
 
 	mu sync.Mutex
 	// routes are the cloud routes set on each container since it last
@@ -44,8 +46,8 @@ type kindMachines struct {
 	routes map[string]map[netip.Prefix]netip.Addr
 }
 
-func newKindMachines(docker, cluster string) *kindMachines {
-	return &kindMachines{docker: docker, cluster: cluster, routes: map[string]map[netip.Prefix]netip.Addr{}}
+func newKindMachines(docker, cluster string, logf func(format string, args ...any)) *kindMachines {
+	return &kindMachines{docker: docker, cluster: cluster, logf: logf, routes: map[string]map[netip.Prefix]netip.Addr{}}
 }
 
 // containerNetworks is the part of `docker inspect` that holds a
@@ -170,6 +172,7 @@ func (k *kindMachines) SetRoutes(ctx context.Context, name string, routes []clou
 			return err
 		}
 		set[dest] = via
+		k.logf("machine %s: route %s via %s", name, dest, via)
 	}
 	for _, dest := range slices.SortedFunc(maps.Keys(set), comparePrefixes) {
 		if _, ok := want[dest]; ok {
@@ -180,6 +183,7 @@ func (k *kindMachines) SetRoutes(ctx context.Context, name string, routes []clou
 			return err
 		}
 		delete(set, dest)
+		k.logf("machine %s: route %s removed", name, dest)
 	}
 	return nil
 }

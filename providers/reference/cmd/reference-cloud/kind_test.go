@@ -58,7 +58,7 @@ esac
 	if err := os.WriteFile(docker, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := newKindMachines(docker, "ccmc-1")
+	k := newKindMachines(docker, "ccmc-1", t.Logf)
 	got, err := k.Start(context.Background(), "ccmc-1-worker")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ esac
 	route := func(dest, via string) cloudapi.MachineRoute {
 		return cloudapi.MachineRoute{Destination: netip.MustParsePrefix(dest), Via: netip.MustParseAddr(via)}
 	}
-	k := newKindMachines(docker, "ccmc-1")
+	k := newKindMachines(docker, "ccmc-1", t.Logf)
 	ctx := context.Background()
 	steps := []struct {
 		name   string

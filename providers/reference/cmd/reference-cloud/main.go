@@ -78,7 +78,7 @@ func run(args []string) int {
 	defer stop()
 	var machines []cloudapi.Machine
 	if *kindCluster != "" {
-		km := newKindMachines("docker", *kindCluster)
+		km := newKindMachines("docker", *kindCluster, logger.Printf)
 		if machines, err = km.List(ctx); err != nil {
 			logger.Printf("--kind-cluster %s: %v", *kindCluster, err)
 			return 2
