@@ -27,10 +27,12 @@ images: ## Build the reference CCM and cloud as OCI images FROM scratch and load
 conformance-image: build images ## Full conformance run against the reference CCM image on the local cluster
 	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/reference-image.yaml scripts/conformance.sh
 
+KIND_PROFILE ?= providers/profiles/reference-kind.yaml
+
 .PHONY: conformance-kind
-conformance-kind: build ## Full conformance run against the reference CCM image on a new kind cluster (docs/kind.md); builds the node image on first use
+conformance-kind: build ## Full conformance run against the reference CCM image on a new kind cluster (docs/kind.md; KIND_PROFILE=providers/profiles/reference-kind-dual.yaml for dual-stack); builds the node image on first use
 	@scripts/images.sh --targets all
-	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" BACKEND=kind PROFILE=providers/profiles/reference-kind.yaml scripts/conformance.sh
+	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" BACKEND=kind PROFILE="$(KIND_PROFILE)" scripts/conformance.sh
 
 .PHONY: test
 test: ## Unit and integration tests (builds the local cluster's binaries on first use)
