@@ -407,9 +407,11 @@ func (s *Server) getInstance(r *http.Request) (any, error) {
 	return rec.copy(), nil
 }
 
-func (s *Server) deleteInstance(r *http.Request) (any, error) {
-	deleteMachine := func(ctx context.Context, m Machines, name string) error { return m.Delete(ctx, name) }
-	if err := s.onMachine(r, "deleting", deleteMachine); err != nil {
+// actOnInstance runs act on the machine behind the request's instance, if
+// it has one (onMachine), then changes the instance's record with change,
+// holding s.mu.
+func (s *Server) actOnInstance(r *http.Request, what string, act func(context.Context, Machines, string) error, change func(*instanceRecord) any) (any, error) {
+	if err := s.onMachine(r, what, act); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -418,24 +420,24 @@ func (s *Server) deleteInstance(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	delete(s.instances, rec.ID)
-	delete(s.idByName, rec.Name)
-	return nil, nil
+	return change(rec), nil
+}
+
+func (s *Server) deleteInstance(r *http.Request) (any, error) {
+	deleteMachine := func(ctx context.Context, m Machines, name string) error { return m.Delete(ctx, name) }
+	return s.actOnInstance(r, "deleting", deleteMachine, func(rec *instanceRecord) any {
+		delete(s.instances, rec.ID)
+		delete(s.idByName, rec.Name)
+		return nil
+	})
 }
 
 func (s *Server) stopInstance(r *http.Request) (any, error) {
 	stopMachine := func(ctx context.Context, m Machines, name string) error { return m.Stop(ctx, name) }
-	if err := s.onMachine(r, "stopping", stopMachine); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, err := s.instance(r)
-	if err != nil {
-		return nil, err
-	}
-	rec.State = StateStopped
-	return rec.copy(), nil
+	return s.actOnInstance(r, "stopping", stopMachine, func(rec *instanceRecord) any {
+		rec.State = StateStopped
+		return rec.copy()
+	})
 }
 
 // startInstance starts the instance, and its machine if it has one; the
@@ -450,23 +452,16 @@ func (s *Server) startInstance(r *http.Request) (any, error) {
 		started = addrs
 		return err
 	}
-	if err := s.onMachine(r, "starting", startMachine); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, err := s.instance(r)
-	if err != nil {
-		return nil, err
-	}
-	rec.State = StateRunning
-	if rec.machine && len(started) > 0 {
-		if !slices.Equal(rec.Addresses, started) {
-			s.logf("instance %s: its machine came back with addresses %v (were %v)", rec.Name, started, rec.Addresses)
+	return s.actOnInstance(r, "starting", startMachine, func(rec *instanceRecord) any {
+		rec.State = StateRunning
+		if rec.machine && len(started) > 0 {
+			if !slices.Equal(rec.Addresses, started) {
+				s.logf("instance %s: its machine came back with addresses %v (were %v)", rec.Name, started, rec.Addresses)
+			}
+			rec.Addresses = slices.Clone(started)
 		}
-		rec.Addresses = slices.Clone(started)
-	}
-	return rec.copy(), nil
+		return rec.copy()
+	})
 }
 
 func (s *Server) setAddresses(r *http.Request) (any, error) {

@@ -44,20 +44,12 @@ func TestMachineFromInspect(t *testing.T) {
 // docker CLI whose container comes back from a start on another address,
 // as Docker's does when the old one was handed out meanwhile.
 func TestKindMachineStartReadsNewAddresses(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "calls")
-	docker := filepath.Join(dir, "docker")
-	script := `#!/bin/sh
-echo "$*" >>` + log + `
-case "$1" in
+	docker, log := fakeDocker(t, `case "$1" in
 start) echo "$2" ;;
 inspect) echo '{"ccmc-1":{"IPAddress":"172.18.0.7","GlobalIPv6Address":""}}' ;;
 *) echo "unexpected: $*" >&2; exit 1 ;;
 esac
-`
-	if err := os.WriteFile(docker, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+`)
 	k := newKindMachines(docker, "ccmc-1", t.Logf)
 	got, err := k.Start(context.Background(), "ccmc-1-worker")
 	if err != nil {
@@ -77,7 +69,7 @@ esac
 	}
 
 	// A start that fails reports docker's words and no addresses.
-	k.docker = filepath.Join(dir, "missing-docker")
+	k.docker = filepath.Join(t.TempDir(), "missing-docker")
 	if addrs, err := k.Start(context.Background(), "ccmc-1-worker"); err == nil || addrs != nil {
 		t.Errorf("Start with no docker CLI: %v, %v; want an error and no addresses", addrs, err)
 	}
@@ -87,21 +79,13 @@ esac
 // what changed, and nothing again for a table the container already has;
 // a start forgets the container's routes (a new network namespace).
 func TestKindMachineSetRoutes(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "calls")
-	docker := filepath.Join(dir, "docker")
-	script := `#!/bin/sh
-echo "$*" >>` + log + `
-case "$1" in
+	docker, log := fakeDocker(t, `case "$1" in
 exec) case "$*" in *" del 10.244.9.0/24") echo "RTNETLINK answers: No such process" >&2; exit 2 ;; esac ;;
 start) ;;
 inspect) echo '{"ccmc-1":{"IPAddress":"172.18.0.7","GlobalIPv6Address":""}}' ;;
 *) exit 1 ;;
 esac
-`
-	if err := os.WriteFile(docker, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+`)
 	route := func(dest, via string) cloudapi.MachineRoute {
 		return cloudapi.MachineRoute{Destination: netip.MustParsePrefix(dest), Via: netip.MustParseAddr(via)}
 	}
@@ -146,4 +130,18 @@ esac
 			t.Errorf("%s: docker ran %q, want %q", st.name, got, st.want)
 		}
 	}
+}
+
+// fakeDocker writes a docker CLI that appends each command line to log and
+// then runs the shell code cases (a case statement on "$1", say).
+func fakeDocker(t *testing.T, cases string) (docker, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	log = filepath.Join(dir, "calls")
+	docker = filepath.Join(dir, "docker")
+	script := "#!/bin/sh\necho \"$*\" >>" + log + "\n" + cases
+	if err := os.WriteFile(docker, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return docker, log
 }
