@@ -150,7 +150,9 @@ func kindDefectCases() []defectCase {
 			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint": wrongPort,
 			"keeps serving through the load balancer while the backing Deployment rolls":         wrongPort,
 			"gives every node's podCIDRs a cloud route to that node":                             {"node ccmc-", "expected a cloud route 10.244."},
-			"carries traffic from the control plane to a pod on every other node":                {"asked from the control plane through the API server: no answer", "the cloud has routes [10.244."},
+			// The route controller deletes the wrong routes and makes
+			// them again, so the routes the failure names may be none.
+			"carries traffic from the control plane to a pod on every other node":                {"asked from the control plane through the API server: no answer", "the cloud has routes ["},
 			// It waits for the nodes' routes before it adds a stray one.
 			"removes a route inside the cluster CIDR that belongs to no node": {"node ccmc-", "expected a cloud route 10.244."},
 		},
