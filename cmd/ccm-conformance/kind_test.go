@@ -152,7 +152,7 @@ func kindDefectCases() []defectCase {
 			"gives every node's podCIDRs a cloud route to that node":                             {"node ccmc-", "expected a cloud route 10.244."},
 			// The route controller deletes the wrong routes and makes
 			// them again, so the routes the failure names may be none.
-			"carries traffic from the control plane to a pod on every other node":                {"asked from the control plane through the API server: no answer", "the cloud has routes ["},
+			"carries traffic from the control plane to a pod on every other node": {"asked from the control plane through the API server: no answer", "the cloud has routes ["},
 			// It waits for the nodes' routes before it adds a stray one.
 			"removes a route inside the cluster CIDR that belongs to no node": {"node ccmc-", "expected a cloud route 10.244."},
 		},
