@@ -23,8 +23,8 @@ const DefaultEchoImage = "ccm-conformance/echo-server:latest"
 // TCP and UDP answer on EchoPort; HTTP on EchoHTTPPort, GET / with the
 // same answer line and GET /healthz for the readiness probe.
 const (
-	EchoPort       = 8080
-	EchoHTTPPort   = 8081
+	EchoPort     = 8080
+	EchoHTTPPort = 8081
 	// echoDrain is how long a terminating echo pod keeps answering, so
 	// that kube-proxy drops its endpoint before it stops listening.
 	echoDrain = "3s"
