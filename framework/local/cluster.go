@@ -128,26 +128,19 @@ type binaries struct {
 
 func ensureBinaries(ctx context.Context, o Options) (binaries, error) {
 	var b binaries
-	for _, want := range []struct {
-		into          *string
-		name, version string
-	}{
-		{&b.etcd, k8sbin.Etcd, o.EtcdVersion},
-		{&b.apiServer, k8sbin.KubeAPIServer, o.KubernetesVersion},
-		{&b.controllerManager, k8sbin.KubeControllerManager, o.KubernetesVersion},
-	} {
-		path, err := k8sbin.Ensure(ctx, k8sbin.Request{
-			Name:     want.name,
-			Version:  want.version,
-			CacheDir: o.BinaryCacheDir,
-			Progress: o.Progress,
-		})
-		if err != nil {
-			return b, err
-		}
-		*want.into = path
+	req := k8sbin.Request{Version: o.EtcdVersion, CacheDir: o.BinaryCacheDir, Progress: o.Progress}
+	etcd, err := k8sbin.EnsureAll(ctx, req, k8sbin.Etcd)
+	if err != nil {
+		return b, err
 	}
-	return b, nil
+	// kube-apiserver and kube-controller-manager share most packages: one
+	// go command builds them together.
+	req.Version = o.KubernetesVersion
+	kube, err := k8sbin.EnsureAll(ctx, req, k8sbin.KubeAPIServer, k8sbin.KubeControllerManager)
+	if err != nil {
+		return b, err
+	}
+	return binaries{etcd: etcd[k8sbin.Etcd], apiServer: kube[k8sbin.KubeAPIServer], controllerManager: kube[k8sbin.KubeControllerManager]}, nil
 }
 
 // makeDir creates the working directory, or checks that the given one is

@@ -55,75 +55,114 @@ func (e *BuildError) Error() string {
 
 func (e *BuildError) Unwrap() error { return e.Err }
 
-// build builds req's binary into path, unless another caller does it first.
-func build(ctx context.Context, req Request, path string) (string, error) {
-	dir := filepath.Dir(path)
+// build builds the binaries names, all of req.Version and missing from the
+// cache under root, with one go command, unless another caller builds them
+// first: each binary's lock is held until this build ends. It returns their
+// paths.
+func build(ctx context.Context, req Request, root string, names []string) (map[string]string, error) {
+	// Locks are taken in one order, so that two callers never each hold
+	// one the other waits for.
+	names = slices.Sorted(slices.Values(names))
+	paths := map[string]string{}
+	var dir string
+	for _, n := range names {
+		p, err := BinaryPath(root, n, req.Version)
+		if err != nil {
+			return nil, err
+		}
+		paths[n], dir = p, filepath.Dir(p)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("creating the binary cache: %w", err)
+		return nil, fmt.Errorf("creating the binary cache: %w", err)
 	}
-	lockPath := filepath.Join(dir, req.Name+".lock")
-	unlock, err := filelock.Lock(ctx, lockPath, req.ProgressInterval, func(waited time.Duration) {
-		fmt.Fprintf(req.Progress, "waiting for another build of %s %s to finish (lock %s), %s elapsed\n",
-			req.Name, req.Version, lockPath, waited.Round(time.Second))
-	})
-	if err != nil {
-		return "", fmt.Errorf("locking the cache of %s %s: %w", req.Name, req.Version, err)
+	for _, n := range names {
+		lockPath := filepath.Join(dir, n+".lock")
+		unlock, err := filelock.Lock(ctx, lockPath, req.ProgressInterval, func(waited time.Duration) {
+			fmt.Fprintf(req.Progress, "waiting for another build of %s %s to finish (lock %s), %s elapsed\n",
+				n, req.Version, lockPath, waited.Round(time.Second))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("locking the cache of %s %s: %w", n, req.Version, err)
+		}
+		defer unlock()
 	}
-	defer unlock()
-	if isFile(path) {
-		// Built by another caller while this one waited for the lock.
-		return path, nil
+	// Built by another caller while this one waited for the locks.
+	names = slices.DeleteFunc(names, func(n string) bool { return isFile(paths[n]) })
+	if len(names) == 0 {
+		return paths, nil
 	}
+	what := strings.Join(names, ", ")
+	req.Name = names[0] // the module to build from: etcd's or Kubernetes's
 
 	fmt.Fprintf(req.Progress, "building %s %s from the Go module proxy into %s; a cold build takes %s, later runs reuse the cache\n",
-		req.Name, req.Version, dir, coldBuildEstimate(req.Name))
+		what, req.Version, dir, coldBuildEstimate(names))
 	modDir, err := os.MkdirTemp(dir, ".module-"+req.Name+"-")
 	if err != nil {
-		return "", fmt.Errorf("creating a build module for %s %s: %w", req.Name, req.Version, err)
+		return nil, fmt.Errorf("creating a build module for %s %s: %w", what, req.Version, err)
 	}
 	defer os.RemoveAll(modDir)
 
 	prepared, err := prepareModule(ctx, req, modDir)
 	if err != nil {
-		return "", fmt.Errorf("preparing the build of %s %s: %w", req.Name, req.Version, err)
+		return nil, fmt.Errorf("preparing the build of %s %s: %w", what, req.Version, err)
 	}
 	if err := os.WriteFile(filepath.Join(modDir, "go.mod"), prepared.goMod, 0o644); err != nil {
-		return "", fmt.Errorf("preparing the build of %s %s: %w", req.Name, req.Version, err)
+		return nil, fmt.Errorf("preparing the build of %s %s: %w", what, req.Version, err)
 	}
 
-	tmp, err := os.CreateTemp(dir, "."+req.Name+".tmp-")
+	// The go command writes into a directory of its own beside the cache,
+	// from which each binary lands in the cache by rename, complete.
+	outDir, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
-		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+		return nil, fmt.Errorf("building %s %s: %w", what, req.Version, err)
 	}
-	tmpPath := tmp.Name()
-	tmp.Close()
-	defer os.Remove(tmpPath) // a no-op once renamed
-
-	start := time.Now()
-	args := []string{"build", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o", tmpPath, mainPackage(req.Name)}
-	compiled, err := runGo(ctx, req, modDir, buildEnv(), args, func(compiled int) {
-		fmt.Fprintf(req.Progress, "building %s %s: %d packages compiled, %s elapsed\n",
-			req.Name, req.Version, compiled, time.Since(start).Round(time.Second))
-	})
-	if err != nil {
-		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
-	}
-	if err := os.Chmod(tmpPath, 0o755); err != nil {
-		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
-	}
-	if prepared.info != nil {
-		// Written before the binary lands, so that a cached binary built
-		// here always has it.
-		if err := writeBuildInfo(path, *prepared.info); err != nil {
-			return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+	defer os.RemoveAll(outDir)
+	built := map[string]string{}
+	args := []string{"build", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o"}
+	if len(names) == 1 {
+		// One package: -o names the file (etcd's package path ends in
+		// /v3, which would not name the binary).
+		built[names[0]] = filepath.Join(outDir, names[0])
+		args = append(args, built[names[0]], mainPackage(names[0]))
+	} else {
+		// Several: -o names a directory, and each binary is named after
+		// its package, k8s.io/kubernetes/cmd/<name>.
+		args = append(args, outDir+string(filepath.Separator))
+		for _, n := range names {
+			built[n] = filepath.Join(outDir, n)
+			args = append(args, mainPackage(n))
 		}
 	}
-	if err := os.Rename(tmpPath, path); err != nil {
-		return "", fmt.Errorf("building %s %s: %w", req.Name, req.Version, err)
+	start := time.Now()
+	compiled, err := runGo(ctx, req, modDir, buildEnv(), args, func(compiled int) {
+		fmt.Fprintf(req.Progress, "building %s %s: %d packages compiled, %s elapsed\n",
+			what, req.Version, compiled, time.Since(start).Round(time.Second))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building %s %s: %w", what, req.Version, err)
+	}
+	for _, n := range names {
+		if err := os.Chmod(built[n], 0o755); err != nil {
+			return nil, fmt.Errorf("building %s %s: %w", n, req.Version, err)
+		}
+		if prepared.info != nil {
+			// Written before the binary lands, so that a cached binary
+			// built here always has it.
+			if err := writeBuildInfo(paths[n], *prepared.info); err != nil {
+				return nil, fmt.Errorf("building %s %s: %w", n, req.Version, err)
+			}
+		}
+		if err := os.Rename(built[n], paths[n]); err != nil {
+			return nil, fmt.Errorf("building %s %s: %w", n, req.Version, err)
+		}
+	}
+	where := dir
+	if len(names) == 1 {
+		where = paths[names[0]]
 	}
 	fmt.Fprintf(req.Progress, "built %s %s in %s (%d packages compiled): %s\n",
-		req.Name, req.Version, time.Since(start).Round(time.Second), compiled, path)
-	return path, nil
+		what, req.Version, time.Since(start).Round(time.Second), compiled, where)
+	return paths, nil
 }
 
 // buildEnv is the environment the go command runs with, beyond the caller's.
@@ -133,18 +172,40 @@ func buildEnv() []string {
 	return []string{"CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off"}
 }
 
-func coldBuildEstimate(name string) string {
-	switch name {
-	case KubeAPIServer:
-		return "about 10 minutes"
-	case KubeControllerManager:
-		return "about 10 minutes (3-4 once kube-apiserver is built)"
-	case Kubelet:
-		return "a few minutes once kube-apiserver is built"
-	case KubeScheduler, KubeProxy, Kubeadm, Kubectl:
-		return "a minute or two once kube-apiserver is built"
+// coldBuildEstimate says how long building names takes on two cores with
+// an empty go build cache (docs/local-cluster.md has the measurements).
+func coldBuildEstimate(names []string) string {
+	if len(names) == 1 {
+		switch names[0] {
+		case KubeAPIServer:
+			return "about 10 minutes"
+		case KubeControllerManager:
+			return "about 10 minutes (3-4 once kube-apiserver is built)"
+		case Kubelet:
+			return "a few minutes once kube-apiserver is built"
+		case KubeScheduler, KubeProxy, Kubeadm, Kubectl:
+			return "a minute or two once kube-apiserver is built"
+		}
+		return "about a minute"
 	}
-	return "about a minute"
+	// kube-apiserver's packages are most of every other binary's.
+	minutes := 0.0
+	for _, n := range names {
+		switch n {
+		case KubeAPIServer:
+			minutes += 10
+		case KubeControllerManager:
+			minutes += 3.5
+		case Kubelet:
+			minutes += 2
+		default:
+			minutes++
+		}
+	}
+	if !slices.Contains(names, KubeAPIServer) {
+		return fmt.Sprintf("up to %.0f minutes (less once kube-apiserver is built)", minutes+6.5)
+	}
+	return fmt.Sprintf("about %.0f minutes", minutes)
 }
 
 // moduleInfo is what `go mod download -json` reports about one module.

@@ -18,7 +18,8 @@ import (
 
 // fakeGo writes a stand-in for the go command that answers `go mod download
 // -json` from the fixtures under testdata/ and fakes `go build -v`: it prints
-// a few package names, then writes a tiny executable to the -o path, or fails
+// a few package names, then writes a tiny executable to the -o path (or,
+// for an -o directory, one per package into it), or fails
 // like a compile error if fail is set. Every call is appended to the returned
 // log, with the environment and go.mod a build saw.
 func fakeGo(t *testing.T, fail bool) (goPath, logPath string) {
@@ -69,7 +70,14 @@ build)
     echo "pkg6/broken.go:3:2: undefined: foo"
     exit 1
   fi
-  printf '#!/bin/sh\necho built\n' > "$out"
+  case "$out" in
+  */)
+    # Several packages: a binary each, named after its package.
+    for a in "$@"; do
+      case "$a" in k8s.io/kubernetes/cmd/*) printf '#!/bin/sh\necho built %%s\n' "${a##*/}" > "$out${a##*/}" ;; esac
+    done ;;
+  *) printf '#!/bin/sh\necho built\n' > "$out" ;;
+  esac
   ;;
 esac
 `, logPath, filepath.Join(testdata, "valid-kubernetes.mod"), fakeCommit, filepath.Join(testdata, "valid-etcd.mod"), info, failing)
@@ -192,6 +200,86 @@ func TestEnsureBuildsOnceForConcurrentCallers(t *testing.T) {
 	req.Go = filepath.Join(t.TempDir(), "no-go-here")
 	if path, err := Ensure(context.Background(), req); err != nil || path != want {
 		t.Errorf("warm Ensure = %q, %v; want %q", path, err, want)
+	}
+}
+
+// EnsureAll builds every missing binary of a release with one go command,
+// and only the missing ones.
+func TestEnsureAllBuildsTheMissingOnesTogether(t *testing.T) {
+	goPath, logPath := fakeGo(t, false)
+	cache := t.TempDir()
+	var progress syncBuffer
+	req := Request{Version: "v1.37.2", CacheDir: cache, Progress: &progress, Getenv: env(nil), Go: goPath}
+	dir := filepath.Join(cache, "bin", "kubernetes-v1.37.2")
+
+	// kubectl is cached already (by an earlier Ensure).
+	one := req
+	one.Name = Kubectl
+	if _, err := Ensure(context.Background(), one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(logPath, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	paths, err := EnsureAll(context.Background(), req, Kubelet, KubeAPIServer, Kubectl, KubeScheduler)
+	if err != nil {
+		t.Fatalf("EnsureAll: %v\nprogress:\n%s", err, progress.String())
+	}
+	for _, n := range []string{Kubelet, KubeAPIServer, Kubectl, KubeScheduler} {
+		if paths[n] != filepath.Join(dir, n) {
+			t.Errorf("path of %s = %q, want %q", n, paths[n], filepath.Join(dir, n))
+		}
+		want := "built " + n + "\n"
+		if n == Kubectl {
+			want = "built\n" // from the earlier build, not rebuilt
+		}
+		if out, err := exec.Command(paths[n]).Output(); err != nil || string(out) != want {
+			t.Errorf("%s ran with %q, %v; want %q", n, out, err, want)
+		}
+		if bi, err := ReadBuildInfo(paths[n]); err != nil || bi.Commit != fakeCommit {
+			t.Errorf("ReadBuildInfo(%s) = %+v, %v; want the stamped commit", n, bi, err)
+		}
+	}
+	calls, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(calls), "go build "); n != 1 {
+		t.Errorf("go build ran %d times, want once:\n%s", n, calls)
+	}
+	wantArgs := " -o " + dir + "/.build-"
+	pkgs := " k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet\n"
+	if !strings.Contains(string(calls), wantArgs) || !strings.Contains(string(calls), pkgs) {
+		t.Errorf("the go command's log lacks an -o directory in the cache (%q) and the packages of the missing binaries (%q):\n%s", wantArgs, pkgs, calls)
+	}
+	out := progress.String()
+	for _, want := range []string{
+		"building kube-apiserver, kube-scheduler, kubelet v1.37.2 from the Go module proxy into " + dir + "; a cold build takes about 13 minutes",
+		"built kube-apiserver, kube-scheduler, kubelet v1.37.2 in ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lacks %q:\n%s", want, out)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("the build left %s in the cache", e.Name())
+		}
+	}
+}
+
+func TestEnsureAllRefusesToMixModules(t *testing.T) {
+	_, err := EnsureAll(context.Background(), Request{Version: "v1.37.2", Getenv: env(nil)}, KubeAPIServer, Etcd)
+	if err == nil || !strings.Contains(err.Error(), "different modules") {
+		t.Errorf("EnsureAll(kube-apiserver, etcd) = %v, want an error saying they are different modules", err)
+	}
+	if _, err := EnsureAll(context.Background(), Request{Version: "v1.37.2", Getenv: env(nil)}); err == nil {
+		t.Error("EnsureAll of no binary succeeded")
 	}
 }
 

@@ -23,14 +23,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
 
-// Names of the binaries Ensure provides.
+// Names of the binaries Ensure and EnsureAll provide.
 const (
 	KubeAPIServer         = "kube-apiserver"
 	KubeControllerManager = "kube-controller-manager"
@@ -106,29 +108,78 @@ type Request struct {
 // cache first if it is not there yet. A build honours ctx: cancelling it kills
 // the go command and leaves the cache as it was.
 func Ensure(ctx context.Context, req Request) (string, error) {
-	req, err := withDefaults(req)
-	if err != nil {
-		return "", err
+	paths, err := EnsureAll(ctx, req, req.Name)
+	return paths[req.Name], err
+}
+
+// EnsureAll is Ensure for several binaries of one release (req.Version):
+// it returns the path of each by name. The ones missing from the cache are
+// built by a single go command, which compiles the packages they share
+// once and links them side by side; one go command per binary would link
+// each alone, with a core idle. req.Name is not used. Kubernetes binaries
+// and etcd are different modules: names must not mix them.
+func EnsureAll(ctx context.Context, req Request, names ...string) (map[string]string, error) {
+	if len(names) == 0 {
+		return nil, errors.New("no binary named")
 	}
-	if path, ok, err := override(req.Name, req.Getenv); ok || err != nil {
-		return path, err
-	}
-	root := req.CacheDir
-	if root == "" {
-		if root, err = CacheRoot(req.Getenv); err != nil {
-			return "", err
+	var etcd int
+	for _, n := range names {
+		if n == Etcd {
+			etcd++
 		}
 	}
-	path, err := BinaryPath(root, req.Name, req.Version)
+	if etcd > 0 && len(names) > etcd {
+		return nil, fmt.Errorf("binaries %s: etcd and the Kubernetes binaries come from different modules and releases; ask for them apart", strings.Join(names, ", "))
+	}
+	req.Name = names[0]
+	req, err := withDefaults(req)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if isFile(path) {
-		// Cached before builds recorded their commit: record it now.
-		recordBuildInfo(ctx, req, path)
-		return path, nil
+	root := req.CacheDir
+	paths := map[string]string{}
+	var missing []string
+	for _, n := range names {
+		if _, err := withDefaults(Request{Name: n, Version: req.Version}); err != nil {
+			return nil, err
+		}
+		if path, ok, err := override(n, req.Getenv); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			paths[n] = path
+			continue
+		}
+		if root == "" {
+			if root, err = CacheRoot(req.Getenv); err != nil {
+				return nil, err
+			}
+		}
+		path, err := BinaryPath(root, n, req.Version)
+		if err != nil {
+			return nil, err
+		}
+		paths[n] = path
+		if isFile(path) {
+			// Cached before builds recorded their commit: record it now.
+			one := req
+			one.Name = n
+			recordBuildInfo(ctx, one, path)
+			continue
+		}
+		if !slices.Contains(missing, n) {
+			missing = append(missing, n)
+		}
 	}
-	return build(ctx, req, path)
+	if len(missing) == 0 {
+		return paths, nil
+	}
+	built, err := build(ctx, req, root, missing)
+	maps.Copy(paths, built)
+	if err != nil {
+		return nil, err
+	}
+	return paths, nil
 }
 
 func withDefaults(req Request) (Request, error) {

@@ -216,25 +216,26 @@ func (b *builder) assemble(ctx context.Context, img Image, rootfs string, bins m
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // binaries returns the node's and the images' executables, built into the
-// binary cache by internal/k8sbin one after another. The cache shares
-// kube-apiserver, kube-controller-manager and etcd with the local cluster,
-// and a build of one binary by another process (the local cluster's
-// prebuild) is waited for, never repeated. kube-apiserver comes first: the
-// others reuse most of its compiled packages.
+// binary cache by internal/k8sbin: the Kubernetes ones by one go command,
+// then etcd. The cache shares kube-apiserver, kube-controller-manager and
+// etcd with the local cluster, and a build of one binary by another
+// process (the local cluster's prebuild) is waited for, never repeated.
 func (b *builder) binaries(ctx context.Context) (map[string]string, error) {
-	bins := map[string]string{}
-	for _, n := range []string{k8sbin.KubeAPIServer, k8sbin.KubeControllerManager, k8sbin.KubeScheduler, k8sbin.KubeProxy, k8sbin.Kubelet, k8sbin.Kubeadm, k8sbin.Kubectl, k8sbin.Etcd} {
-		v := b.key.Kubernetes
-		if n == k8sbin.Etcd {
-			v = b.key.Etcd
-		}
-		p, err := k8sbin.Ensure(ctx, k8sbin.Request{Name: n, Version: v, CacheDir: b.opts.CacheDir, Progress: b.opts.Progress,
-			ProgressInterval: b.opts.ProgressInterval, Getenv: b.opts.Getenv, Go: b.opts.Go})
-		if err != nil {
-			return nil, err
-		}
-		bins[n] = p
+	req := k8sbin.Request{Version: b.key.Kubernetes, CacheDir: b.opts.CacheDir, Progress: b.opts.Progress,
+		ProgressInterval: b.opts.ProgressInterval, Getenv: b.opts.Getenv, Go: b.opts.Go}
+	// One go command for the Kubernetes binaries: it compiles what they
+	// share once and links them side by side.
+	bins, err := k8sbin.EnsureAll(ctx, req, k8sbin.KubeAPIServer, k8sbin.KubeControllerManager, k8sbin.KubeScheduler,
+		k8sbin.KubeProxy, k8sbin.Kubelet, k8sbin.Kubeadm, k8sbin.Kubectl)
+	if err != nil {
+		return nil, err
 	}
+	req.Version = b.key.Etcd
+	etcd, err := k8sbin.EnsureAll(ctx, req, k8sbin.Etcd)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(bins, etcd)
 	b.progressf("binaries: ready (%s)", strings.Join(slices.Sorted(maps.Keys(bins)), ", "))
 	return bins, nil
 }
