@@ -5,6 +5,7 @@
 # seconds to minutes. docs/performance.md keeps their figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/goenv.sh
 
 go test -run '^$' -bench . -benchmem $(go list ./... | grep -v '/cmd/ccm-conformance$')
 go test -run '^$' -bench . -benchtime 1x -timeout 60m ./cmd/ccm-conformance/ "$@"

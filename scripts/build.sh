@@ -2,6 +2,7 @@
 # Build the harness, its kubetest2 tester and the reference provider into bin/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/goenv.sh
 
 version="$(git describe --tags --always --dirty 2>/dev/null || echo devel)"
 ldflags="-X github.com/ccm-conformance/ccm-conformance/cmd/ccm-conformance/app.Version=${version}"
@@ -15,5 +16,5 @@ for target in \
   ./providers/reference/cmd/reference-cloud-driver; do
   name="$(basename "${target}")"
   echo "building bin/${name}" >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "bin/${name}" "${target}"
+  go build -ldflags "${ldflags}" -o "bin/${name}" "${target}"
 done

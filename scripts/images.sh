@@ -5,5 +5,6 @@
 # Dockerfile is used. See docs/images.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/goenv.sh
 
 exec go run ./internal/images/cmd/build-images "$@"

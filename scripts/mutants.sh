@@ -8,4 +8,5 @@
 # passes against the null CCM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/goenv.sh
 exec go test ./cmd/ccm-conformance -run 'TestIntegrationMutants$|TestIntegrationNullCCMPassesNothing$' -count=1 -v -timeout 40m

@@ -7,6 +7,7 @@
 # top-level test, and at the end the slowest tests and packages and a count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/goenv.sh
 
 go vet ./...
 

@@ -3,6 +3,7 @@
 # module the way scripts/update-k8s-deps.sh leaves it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/goenv.sh
 
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
 if [[ -n "${unformatted}" ]]; then

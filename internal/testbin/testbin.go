@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
+	"github.com/ccm-conformance/ccm-conformance/internal/checkout"
 	"github.com/ccm-conformance/ccm-conformance/internal/images"
 )
 
@@ -28,11 +28,8 @@ var ReferenceProvider = []string{
 	"./providers/reference/cmd/reference-cloud-driver",
 }
 
-// RepoRoot is the checkout this package is part of.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// RepoRoot is the checkout this package is part of (see package checkout).
+func RepoRoot() string { return checkout.MustRoot() }
 
 // Main is a TestMain body: it builds pkgs (paths relative to the repository
 // root) into a new temporary directory, stores its path in *dir, runs the

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/internal/checkout"
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 )
 
@@ -36,8 +36,7 @@ func artifactsDir(t *testing.T) string {
 	t.Helper()
 	base := os.Getenv(rundir.EnvArtifacts)
 	if base == "" {
-		_, file, _, _ := runtime.Caller(0)
-		base = filepath.Join(filepath.Dir(file), "..", "..", runner.DefaultArtifactsDir)
+		base = filepath.Join(checkout.MustRoot(), runner.DefaultArtifactsDir)
 	}
 	dir := filepath.Join(base, "dashboard")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
