@@ -41,14 +41,14 @@ func Main(m *testing.M, dir *string, pkgs ...string) int {
 		return 2
 	}
 	defer os.RemoveAll(d)
-	for _, pkg := range pkgs {
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(d, filepath.Base(pkg)), pkg)
-		cmd.Dir = RepoRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			return 2
-		}
+	// One go command: it links the binaries side by side, each named after
+	// its package's directory.
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", d + string(filepath.Separator)}, pkgs...)...)
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+		return 2
 	}
 	*dir = d
 	defer stopSharedCluster()
