@@ -303,17 +303,13 @@ func runDefectCaseOn(t *testing.T, tt defectCase, clusterDir string) {
 		}
 		if wantFail == "" {
 			if c.Status != "passed" {
-				msg := ""
-				if c.Failure != nil {
-					msg = c.Failure.Message
-				}
-				t.Errorf("spec %q: %s, want passed (the defect is elsewhere): %s", c.Name, c.Status, msg)
+				t.Errorf("spec %q: %s, want passed (the defect is elsewhere): %s", c.Name, c.Status, c.message())
 			}
 			continue
 		}
 		matched[wantFail] = true
 		if c.Status != "failed" || c.Failure == nil {
-			t.Errorf("spec %q: %s, want failed", c.Name, c.Status)
+			t.Errorf("spec %q: %s, want failed\n%s", c.Name, c.Status, c.message())
 			continue
 		}
 		msg := c.Failure.Message + "\n" + c.Failure.Text
@@ -396,7 +392,7 @@ func TestIntegrationNotReadyNodesInEveryZone(t *testing.T) {
 		}
 		found = true
 		if c.Status != "failed" || c.Failure == nil {
-			t.Fatalf("spec %q: %s, want failed", c.Name, c.Status)
+			t.Fatalf("spec %q: %s, want failed\n%s", c.Name, c.Status, c.message())
 		}
 		for _, want := range []string{"node ccm-node-", "in zone zone-c running) was deleted: expected it kept, since its instance exists"} {
 			if !strings.Contains(c.Failure.Message, want) {

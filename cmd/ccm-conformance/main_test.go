@@ -68,6 +68,25 @@ type junitCase struct {
 	Skipped *struct {
 		Message string `xml:"message,attr"`
 	} `xml:"skipped"`
+	// Error is where ginkgo reports a spec that panicked or was
+	// interrupted.
+	Error *struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	} `xml:"error"`
+}
+
+// message is what the report says of a spec that did not pass: its
+// failure, or the panic or interruption, each with its description.
+func (c junitCase) message() string {
+	var parts []string
+	if c.Failure != nil {
+		parts = append(parts, c.Failure.Message, c.Failure.Text)
+	}
+	if c.Error != nil {
+		parts = append(parts, c.Error.Message, c.Error.Text)
+	}
+	return strings.Join(parts, "\n")
 }
 
 // readJUnit reads the cases of every artifacts/junit_*.xml of a run
