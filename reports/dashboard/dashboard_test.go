@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,5 +290,53 @@ func TestPartialRunsArePartial(t *testing.T) {
 	}
 	if !strings.Contains(string(run), "partial: narrowed by the label filter &#34;LoadBalancer&#34;") {
 		t.Errorf("the run page does not give the verdict partial with its reason:\n%s", run)
+	}
+}
+
+// A run stored with a release check (release-check --run-dir) shows its
+// result next to the conformance result: green when it passed, red naming
+// the failed items when not. A run without one has no such row.
+func TestRunPageShowsTheReleaseCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := store.Open(context.Background(), dir, store.WithCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	checks := []map[string]string{
+		{"release-check": "pass (11 passed, 1 warned, 0 failed)", "release-check-image": "reference-ccm:v0.4.0"},
+		{"release-check": "fail: RG1, RG3 (9 passed, 0 warned, 2 failed)", "release-check-image": "broken-ccm:v0.0.1"},
+		nil,
+	}
+	for i, meta := range checks {
+		storetest.Publish(t, st, storetest.Run{
+			Provider: fmt.Sprintf("p%d", i), KubernetesVersion: "v1.37.2", KubernetesCommit: "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", CCMDigest: "sha256:p",
+			Started: now.Add(-time.Hour), Metadata: meta,
+			Specs: []storetest.Spec{{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}}},
+		})
+	}
+	out := t.TempDir()
+	m, err := Generate(context.Background(), st, out, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"p0": {`<span id="release-check" class="pill s-green">pass (11 passed, 1 warned, 0 failed)</span>`, "reference-ccm:v0.4.0"},
+		"p1": {`<span id="release-check" class="pill s-red">fail: RG1, RG3 (9 passed, 0 warned, 2 failed)</span>`, "broken-ccm:v0.0.1"},
+		"p2": nil,
+	}
+	for _, r := range m.Rows {
+		page, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(r.Runs[0].Page)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want[r.Provider] {
+			if !strings.Contains(string(page), w) {
+				t.Errorf("%s's run page lacks %q", r.Provider, w)
+			}
+		}
+		if want[r.Provider] == nil && strings.Contains(string(page), "Release check") {
+			t.Errorf("%s's run page shows a release check the run does not have", r.Provider)
+		}
 	}
 }

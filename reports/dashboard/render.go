@@ -62,9 +62,10 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1fs", s)
 	},
 	// plain removes the terminal colour codes ginkgo puts in messages.
-	"plain": func(s string) string { return ansiEscapes.ReplaceAllString(s, "") },
-	"word":  func(s lkg.Status) string { return statusWords[s] },
-	"join":  strings.Join,
+	"plain":     func(s string) string { return ansiEscapes.ReplaceAllString(s, "") },
+	"word":      func(s lkg.Status) string { return statusWords[s] },
+	"join":      strings.Join,
+	"hasPrefix": strings.HasPrefix,
 	"meta": func(m map[string]any, key string) string {
 		s, _ := m[key].(string)
 		return s
