@@ -73,6 +73,9 @@ type Framework struct {
 	// nodes are simulated (their kube-proxy answers) or the harness has
 	// none for the cluster.
 	EchoImage string
+	// KubernetesVersion is the API server's version ("v1.36.3"), or ""
+	// when unknown (listing specs without a cluster).
+	KubernetesVersion string
 }
 
 func skip(message string) { ginkgo.Skip(message) }

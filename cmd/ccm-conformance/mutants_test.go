@@ -51,6 +51,7 @@ var mutants = []mutant{
 	{"ports-fixed-at-create", lbCore, []string{"updates the cloud load balancer when the Service's ports change"}},
 	{"node-port-fallback", lbPlain, []string{"gives the cloud no node ports when allocateLoadBalancerNodePorts is false"}},
 	{"serve-every-class", lbPlain, []string{"leaves a Service with a loadBalancerClass alone"}},
+	{"old-service-name-rule", "RelaxedServiceNameValidation", []string{"gives a Service whose name starts with a digit"}},
 	{"ignore-health-check-port", "LoadBalancerHealthCheckNodePort", []string{"health-checks the Service's healthCheckNodePort"}},
 	{"drop-udp-ports", "LoadBalancerUDP", []string{"carries UDP ports", "carries TCP and UDP ports of one Service together", "delivers UDP traffic sent to the ingress"}},
 	{"wrong-node-port", "DataPath && !LoadBalancerUDP && !LoadBalancerSourceRanges", []string{"delivers TCP traffic sent to the ingress"}},

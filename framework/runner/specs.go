@@ -59,6 +59,7 @@ func (sr specRun) run(f *framework.Framework) types.Report {
 	}
 	sr.attributeDriverFaults(f)
 	ginkgo.BeforeEach(f.SkipUnlessCapable)
+	ginkgo.BeforeEach(f.SkipOutsideVersionRange)
 	declareSuites(f, sr.suites)
 	ginkgo.ReportAfterSuite("ccm-conformance summary", func(rep ginkgo.Report) { report = rep })
 

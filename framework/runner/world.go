@@ -693,6 +693,7 @@ func (w *world) framework() *framework.Framework {
 	}
 	f.NodesAwaitingCCM = w.awaitingCCM
 	f.EchoImage = w.echoImage
+	f.KubernetesVersion = w.info.KubernetesVersion
 	f.ClusterCIDRs = w.profile.Cluster.ClusterCIDRs
 	if pn, ok := w.cluster.(cluster.PodNetworks); ok {
 		f.ClusterCIDRs = pn.ClusterCIDRs()

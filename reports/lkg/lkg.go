@@ -189,14 +189,20 @@ func Judge(r *store.Run) RunVerdict {
 // claim says so (framework.SkipUnlessCapable).
 const notDeclared = "does not declare capability"
 
+// outsideVersionRange is how a spec skipped because the cluster's
+// Kubernetes version lacks an upstream change it relies on says so
+// (framework.OutsideVersionRange): it does not apply, so no hole.
+const outsideVersionRange = "does not apply to this cluster's Kubernetes"
+
 // ofClaimedCapabilities reports whether a skipped spec belongs to
 // capabilities the run's profile claims, so that its skip leaves a hole in
 // the release-blocking set. A spec that said it was skipped for a missing
-// capability does not; otherwise the run's recorded capabilities decide
+// capability, or for a Kubernetes version outside its range, does not;
+// otherwise the run's recorded capabilities decide
 // (every label of the spec but ReleaseBlockingLabel names one). A run
 // recorded before capabilities were is taken to claim the spec's.
 func ofClaimedCapabilities(rec *prow.SpecRecords, s prow.SpecRecord) bool {
-	if strings.Contains(s.SkipReason, notDeclared) {
+	if strings.Contains(s.SkipReason, notDeclared) || strings.Contains(s.SkipReason, outsideVersionRange) {
 		return false
 	}
 	if rec.Capabilities == nil {

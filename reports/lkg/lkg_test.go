@@ -8,6 +8,8 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
 )
 
 var now = time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
@@ -93,6 +95,12 @@ func TestJudge(t *testing.T) {
 	unclaimedByReason := s.run("p", k37a, time.Hour, "skipped")
 	unclaimedByReason.Specs.Capabilities = nil
 	unclaimedByReason.Specs.Specs[2].SkipReason = `profile "p" does not declare capability NodeLifecycle`
+	// A release-blocking spec of a claimed capability that does not apply
+	// to the cluster's Kubernetes version, in a run that recorded no
+	// capabilities: not a hole.
+	outsideRange := s.run("p", k37a, time.Hour, "skipped")
+	outsideRange.Specs.Capabilities = nil
+	outsideRange.Specs.Specs[2].SkipReason = `does not apply to this cluster's Kubernetes v1.35.4: the spec needs Kubernetes v1.36 and later (KEP-5311: …)`
 	filteredByMetadata := s.run("p", k37a, time.Hour, "filtered")
 	filteredByMetadata.Specs.LabelFilter = "" // recorded before specs.json had it
 	filteredAndFailed := s.run("p", k37a, time.Hour, "filtered")
@@ -122,6 +130,7 @@ func TestJudge(t *testing.T) {
 		{"a release-blocking spec of a claimed capability skipped", s.run("p", k37a, time.Hour, "skipped"), VerdictPartial, "did not run: [nodelifecycle] deletes the Node of a deleted instance"},
 		{"a release-blocking spec of an unclaimed capability skipped", unclaimed, VerdictPass, ""},
 		{"a release-blocking spec skipped, saying its capability is not declared", unclaimedByReason, VerdictPass, ""},
+		{"a release-blocking spec skipped outside its Kubernetes range", outsideRange, VerdictPass, ""},
 		{"narrowed by a label filter", s.run("p", k37a, time.Hour, "filtered"), VerdictPartial, `narrowed by the label filter "InstancesV2"`},
 		{"narrowed by a label filter, recorded in the metadata only", filteredByMetadata, VerdictPartial, `narrowed by the label filter "InstancesV2"`},
 		{"narrowed by a label filter, naming what it left out", filteredOut, VerdictPartial, `"InstancesV2"; 1 release-blocking spec(s) of claimed capabilities did not run: [nodelifecycle] deletes`},
@@ -512,5 +521,12 @@ func TestCheckReasonNamesWhatPartialRunsMissed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The skip message the judge reads is the one the framework writes.
+func TestSkipMessagesMatchTheFramework(t *testing.T) {
+	if !strings.HasPrefix(framework.OutsideVersionRange, outsideVersionRange) {
+		t.Errorf("framework.OutsideVersionRange is %q; the judge looks for %q", framework.OutsideVersionRange, outsideVersionRange)
 	}
 }

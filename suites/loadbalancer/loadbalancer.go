@@ -238,6 +238,19 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
 		})
 
+		// Service names were DNS-1035 labels (a letter first) before v1.36;
+		// a CCM that builds cloud names from them, or checks them by the
+		// old rule, breaks on the first Service named like "8080-web".
+		It("gives a Service whose name starts with a digit an ingress and a cloud load balancer, and deletes it with the Service", Label(framework.RelaxedServiceNames.Label), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			const name = "8080-web"
+			l.create(ctx, name, nil)
+			svc := l.waitForIngress(ctx, name)
+			l.expectCloudMatches(ctx, name, profile.LoadBalancerCreate)
+			Expect(f.Client.CoreV1().Services(l.ns).Delete(ctx, name, metav1.DeleteOptions{})).To(Succeed(), "deleting Service %s/%s", l.ns, name)
+			l.expectCloudGone(ctx, svc)
+		})
+
 		It("adds a joining node to the backends and drops a leaving one", func(ctx SpecContext) {
 			f.RequireMachines()
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)

@@ -112,6 +112,11 @@ const (
 	// Service of type LoadBalancer a cloud load balancer, whatever its
 	// loadBalancerClass says.
 	DefectServeEveryClass Defect = "serve-every-class"
+	// DefectOldServiceNameRule refuses a Service whose name is not a
+	// DNS-1035 label (a letter first), the rule of Service names before
+	// Kubernetes v1.36, as a CCM that builds cloud names from Service
+	// names and guards them with that rule would.
+	DefectOldServiceNameRule Defect = "old-service-name-rule"
 	// DefectCreateRouteFails makes every CreateRoute fail, as a cloud
 	// whose route quota is used up would.
 	DefectCreateRouteFails Defect = "create-route-fails"
@@ -134,7 +139,7 @@ func KnownDefects() []Defect {
 		DefectNoProviderID, DefectNoInstanceType, DefectInternalIPsOnly, DefectTrustNodeIP,
 		DefectInstancesCachedAtStart, DefectErrorMeansGone,
 		DefectWrongIngressIP, DefectPortsFixedAtCreate, DefectDropUDPPorts, DefectWrongNodePort,
-		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass,
+		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass, DefectOldServiceNameRule,
 		DefectCreateRouteFails, DefectMigrationLeaseTriedOnce,
 	}
 }

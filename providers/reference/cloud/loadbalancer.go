@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
@@ -110,6 +111,11 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 // spec translates a Service and its nodes into a load balancer spec.
 func (l *loadBalancers) spec(ctx context.Context, service *v1.Service, nodes []*v1.Node) (cloudapi.LoadBalancerSpec, error) {
 	spec := cloudapi.LoadBalancerSpec{ServiceNamespace: service.Namespace, ServiceName: service.Name}
+	if l.defects.Has(DefectOldServiceNameRule) {
+		if errs := validation.IsDNS1035Label(service.Name); len(errs) > 0 {
+			return spec, fmt.Errorf("service %s/%s: name is not a DNS-1035 label: %s", service.Namespace, service.Name, strings.Join(errs, "; "))
+		}
+	}
 
 	for _, p := range service.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
