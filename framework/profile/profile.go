@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -181,7 +182,16 @@ type Cluster struct {
 	// nodes on a cluster the harness makes of real nodes (kind):
 	// PodRoutesBackend (the default) or PodRoutesCloud.
 	PodRoutes string `json:"podRoutes,omitempty"`
+	// KubernetesVersion is the Kubernetes release (vX.Y.Z) of the cluster
+	// the harness makes: the local cluster's control plane, or the kind
+	// node image's. run --kubernetes-version overrides it; default the
+	// release the harness is pinned to.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
+
+// kubernetesRelease is the form of cluster.kubernetesVersion: a release
+// the Go module proxy serves as k8s.io/kubernetes vX.Y.Z.
+var kubernetesRelease = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)
 
 // The values of cluster.podRoutes.
 const (
@@ -333,6 +343,9 @@ func (p *Profile) Validate() field.ErrorList {
 
 	if r := p.Cluster.PodRoutes; r != PodRoutesBackend && r != PodRoutesCloud {
 		errs = append(errs, field.NotSupported(cpath.Child("podRoutes"), r, []string{PodRoutesBackend, PodRoutesCloud}))
+	}
+	if v := p.Cluster.KubernetesVersion; v != "" && !kubernetesRelease.MatchString(v) {
+		errs = append(errs, field.Invalid(cpath.Child("kubernetesVersion"), v, "not a Kubernetes release like v1.37.2"))
 	}
 	for i, c := range p.Cluster.ClusterCIDRs {
 		if _, _, err := net.ParseCIDR(c); err != nil {

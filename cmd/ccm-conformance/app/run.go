@@ -17,6 +17,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/kind"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
@@ -64,7 +65,7 @@ profile does not declare is skipped and says which one was missing.`,
 			if opts.ArtifactsDir == "" {
 				return &exitError{code: runner.ExitHarnessError, err: errors.New("--artifacts: empty directory name")}
 			}
-			backend, err := chooseBackend(backendName, kubeconfig, clusterDir, kubernetesVersion)
+			backend, err := chooseBackend(backendName, kubeconfig, clusterDir, clusterKubernetesVersion(kubernetesVersion, opts.ProfilePath))
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
@@ -96,12 +97,26 @@ profile does not declare is skipped and says which one was missing.`,
 	cmd.Flags().StringVar(&opts.EchoImage, "echo-image", framework.DefaultEchoImage, "echo server image the data path specs run as backend pods on kind (built by make images; docs/images.md)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "run against this existing cluster instead of the embedded local one")
 	cmd.Flags().StringVar(&clusterDir, "cluster-dir", "", "run on the local cluster that 'ccm-conformance cluster up --dir DIR' started, and leave it running")
-	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "Kubernetes release of the local cluster (default: the version this build is pinned to)")
+	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "Kubernetes release of the cluster the harness makes (default: the profile's cluster.kubernetesVersion, else the version this build is pinned to)")
 	cmd.Flags().StringVar(&parallel, "parallel", "auto", "lanes on a new local cluster: a number, or auto (one per 10 seconds of expected spec time, at most 4)")
 	cmd.Flags().StringVar(&laneFile, runner.LaneFlag, "", "run as a worker of a run split over lanes (internal)")
 	_ = cmd.Flags().MarkHidden(runner.LaneFlag)
 	_ = cmd.MarkFlagRequired("provider")
 	return cmd
+}
+
+// clusterKubernetesVersion is the Kubernetes release of the cluster the
+// harness makes: --kubernetes-version, else the profile's
+// cluster.kubernetesVersion, else "" (the pinned release). A profile that
+// does not load is reported by the run itself, with its other problems.
+func clusterKubernetesVersion(flag, profilePath string) string {
+	if flag != "" {
+		return flag
+	}
+	if p, err := profile.Load(profilePath); err == nil {
+		return p.Cluster.KubernetesVersion
+	}
+	return ""
 }
 
 // chooseBackend picks the cluster backend from the flags.
