@@ -45,6 +45,37 @@ func artifactsDir(t *testing.T) string {
 	return dir
 }
 
+// openChromium starts a headless Chromium for the test (skipped under
+// -short, or where chromium is not installed outside CI) and returns its
+// context; it closes when the test ends.
+func openChromium(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts a headless Chromium")
+	}
+	browser := chromiumPath()
+	if browser == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it (apt-get install chromium)")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.NoSandbox, // root in CI
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	return bctx
+}
+
 // cellState is one matrix cell as the browser shows it.
 type cellState struct {
 	Provider   string `json:"provider"`
@@ -61,31 +92,8 @@ type cellState struct {
 // lists the corrupt record, loads its badges and charts, and shows a
 // failure message full of markup as text without running it.
 func TestIntegrationDashboardInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts a headless Chromium")
-	}
-	browser := chromiumPath()
-	if browser == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium)")
-	}
+	bctx := openChromium(t)
 	s, m, out := generate(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser),
-		chromedp.NoSandbox, // root in CI
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
 
 	index := "file://" + filepath.Join(out, IndexPage)
 	if err := chromedp.Do(bctx, chromedp.Navigate(index), chromedp.WaitVisible("#matrix")); err != nil {
