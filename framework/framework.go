@@ -76,6 +76,10 @@ type Framework struct {
 	// KubernetesVersion is the API server's version ("v1.36.3"), or ""
 	// when unknown (listing specs without a cluster).
 	KubernetesVersion string
+	// KubernetesEmulation is the minor ("1.35") the API server emulates
+	// when it runs with an older compatibility version (KEP-4330), else "".
+	// Which upstream changes a cluster has follows it.
+	KubernetesEmulation string
 }
 
 func skip(message string) { ginkgo.Skip(message) }

@@ -83,23 +83,37 @@ func (c UpstreamChange) Range() string {
 const OutsideVersionRange = "does not apply to this cluster's Kubernetes"
 
 // versionSkip returns the skip message for a spec with these labels on a
-// cluster at gitVersion, or "" when the spec applies. An unknown version
-// ("" where the harness could not ask) skips nothing.
-func versionSkip(labels []string, gitVersion string) (string, error) {
+// cluster whose API server reports gitVersion and, when it emulates an
+// older minor (compatibility versions, KEP-4330), that minor as emulation
+// ("1.35"); "" when the spec applies. An unknown version ("", where the
+// harness could not ask) or an unstamped build (v0.0.0-master) skips
+// nothing: the spec runs, and fails loudly if the cluster lacks the change.
+func versionSkip(labels []string, gitVersion, emulation string) (string, error) {
 	if gitVersion == "" {
 		return "", nil
+	}
+	v, err := version.ParseGeneric(gitVersion)
+	if err != nil {
+		return "", fmt.Errorf("the cluster's Kubernetes version %q: %w", gitVersion, err)
+	}
+	if v.Major() == 0 {
+		return "", nil
+	}
+	effective, cluster := gitVersion, gitVersion
+	if emulation != "" {
+		effective, cluster = "v"+emulation+".0", fmt.Sprintf("%s (emulating %s)", gitVersion, emulation)
 	}
 	for _, l := range labels {
 		c, ok := upstreamChange(l)
 		if !ok {
 			continue
 		}
-		applies, err := c.Applies(gitVersion)
+		applies, err := c.Applies(effective)
 		if err != nil {
 			return "", err
 		}
 		if !applies {
-			return fmt.Sprintf("%s %s: the spec needs %s (%s)", OutsideVersionRange, gitVersion, c.Range(), c.What), nil
+			return fmt.Sprintf("%s %s: the spec needs %s (%s)", OutsideVersionRange, cluster, c.Range(), c.What), nil
 		}
 	}
 	return "", nil
@@ -109,7 +123,7 @@ func versionSkip(labels []string, gitVersion string) (string, error) {
 // names an upstream change this cluster's Kubernetes version does not
 // have, and says which. The runner calls it before every spec.
 func (f *Framework) SkipOutsideVersionRange() {
-	msg, err := versionSkip(ginkgo.CurrentSpecReport().Labels(), f.KubernetesVersion)
+	msg, err := versionSkip(ginkgo.CurrentSpecReport().Labels(), f.KubernetesVersion, f.KubernetesEmulation)
 	if err != nil {
 		ginkgo.Fail("[harness] " + err.Error())
 	}

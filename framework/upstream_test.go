@@ -1,9 +1,12 @@
 package framework
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
+
+var plainLabel = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 func TestUpstreamChangeApplies(t *testing.T) {
 	since := UpstreamChange{Label: "X", Since: "v1.36"}
@@ -43,9 +46,10 @@ func TestUpstreamChangeApplies(t *testing.T) {
 
 func TestVersionSkip(t *testing.T) {
 	tests := []struct {
-		name    string
-		labels  []string
-		version string
+		name      string
+		labels    []string
+		version   string
+		emulation string
 		// want is a part of the skip message; "" means no skip.
 		want    string
 		wantErr string
@@ -54,12 +58,19 @@ func TestVersionSkip(t *testing.T) {
 		{name: "inside the range", labels: []string{"LoadBalancer", RelaxedServiceNames.Label}, version: "v1.36.3"},
 		{name: "below the range", labels: []string{"LoadBalancer", RelaxedServiceNames.Label}, version: "v1.35.4",
 			want: OutsideVersionRange + " v1.35.4: the spec needs Kubernetes v1.36 and later (KEP-5311"},
+		{name: "a vendor's build inside the range", labels: []string{RelaxedServiceNames.Label}, version: "v1.36.3+k3s1"},
+		{name: "a release candidate of the range's first minor", labels: []string{RelaxedServiceNames.Label}, version: "v1.36.0-rc.1"},
+		{name: "a newer release emulating an older minor", labels: []string{RelaxedServiceNames.Label}, version: "v1.37.2", emulation: "1.35",
+			want: OutsideVersionRange + " v1.37.2 (emulating 1.35): the spec needs Kubernetes v1.36 and later"},
+		{name: "emulating a minor inside the range", labels: []string{RelaxedServiceNames.Label}, version: "v1.37.2", emulation: "1.36"},
 		{name: "version unknown", labels: []string{RelaxedServiceNames.Label}, version: ""},
+		// An unstamped build says nothing about its changes: the spec runs.
+		{name: "unstamped build", labels: []string{RelaxedServiceNames.Label}, version: "v0.0.0-master+$Format:%H$"},
 		{name: "unreadable version", labels: []string{RelaxedServiceNames.Label}, version: "banana", wantErr: `Kubernetes version "banana"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := versionSkip(tt.labels, tt.version)
+			got, err := versionSkip(tt.labels, tt.version, tt.emulation)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -83,6 +94,11 @@ func TestUpstreamChangesWellFormed(t *testing.T) {
 	for _, c := range UpstreamChanges {
 		if c.Label == "" || c.What == "" || (c.Since == "" && c.Until == "") {
 			t.Errorf("%+v: needs a label, a range and what changed", c)
+		}
+		// Ginkgo refuses some characters in labels and reads "key:value"
+		// as a label set; a plain word keeps label filters simple.
+		if !plainLabel.MatchString(c.Label) {
+			t.Errorf("label %q is not a plain word (letters and digits, a letter first)", c.Label)
 		}
 		if seen[c.Label] {
 			t.Errorf("label %s used twice", c.Label)

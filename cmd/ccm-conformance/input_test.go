@@ -97,6 +97,8 @@ current-context: dead
 		{"validate: garbage info", []string{"validate-profile", garbageInfo}, []string{garbageInfo, "broke the protocol"}},
 		{"list: garbage info", []string{"list", "--provider", garbageInfo}, []string{garbageInfo, "broke the protocol"}},
 		{"missing profile", []string{"run", "--provider", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml", "no such file"}},
+		{"a Kubernetes version for an existing cluster", []string{"run", "--provider", good, "--kubeconfig", kubeconfig, "--kubernetes-version", "v1.36.3"},
+			[]string{"--kubernetes-version", "--kubeconfig", "existing"}},
 		{"missing CCM binary", []string{"run", "--provider", missingBinary}, []string{"ccm.binary.path", "/nonexistent/reference-ccm", "no such file"}},
 		{"missing leader migration configuration", []string{"run", "--provider", missingMigrationConfig},
 			[]string{missingMigrationConfig, "leaderMigration.config", "no-such-migration.yaml", "no such file"}},

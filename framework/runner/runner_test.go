@@ -231,3 +231,20 @@ func TestNewRunID(t *testing.T) {
 		t.Errorf("run IDs %q and %q: want %d hex digits, different each time", a, b, 2*runIDBytes)
 	}
 }
+
+func TestEmulatedMinor(t *testing.T) {
+	tests := []struct {
+		major, minor, emuMajor, emuMinor, want string
+	}{
+		{"1", "37", "1", "37", ""},     // its own release
+		{"1", "37", "", "", ""},        // an API server that does not say
+		{"1", "37", "1", "35", "1.35"}, // --emulated-version=1.35
+		{"1", "37+", "1", "37", ""},    // a vendor's build
+		{"1", "37+", "1", "36", "1.36"},
+	}
+	for _, tt := range tests {
+		if got := emulatedMinor(tt.major, tt.minor, tt.emuMajor, tt.emuMinor); got != tt.want {
+			t.Errorf("emulatedMinor(%q, %q, %q, %q) = %q, want %q", tt.major, tt.minor, tt.emuMajor, tt.emuMinor, got, tt.want)
+		}
+	}
+}

@@ -71,15 +71,18 @@ type world struct {
 	ccmExpander  *profile.Expander
 	lastInstance int // the number of the last extra CCM instance started
 	cluster      cluster.Cluster
-	config       *rest.Config
-	client       kubernetes.Interface
-	driver       *clouddriver.Driver
-	watch        *framework.Watch
-	ccm          *mainCCM
-	deployed     *ccm.Deployed
-	machines     *framework.Machines
-	kubelets     *nodes.Pool
-	nodes        []string // the simulated nodes registered at setup
+	// emulation is the minor the API server emulates when it is older
+	// than its release (emulatedMinor), else "".
+	emulation string
+	config    *rest.Config
+	client    kubernetes.Interface
+	driver    *clouddriver.Driver
+	watch     *framework.Watch
+	ccm       *mainCCM
+	deployed  *ccm.Deployed
+	machines  *framework.Machines
+	kubelets  *nodes.Pool
+	nodes     []string // the simulated nodes registered at setup
 	// awaitingCCM are the nodes that carried the uninitialized taint when
 	// the CCM was deployed (real nodes only).
 	awaitingCCM []string
@@ -235,6 +238,9 @@ func (w *world) startCluster(ctx context.Context) error {
 	if v, err := w.client.Discovery().ServerVersion(); err == nil {
 		w.info.KubernetesVersion = v.GitVersion
 		w.info.KubernetesCommit = GitCommit(v.GitCommit)
+		w.emulation = emulatedMinor(v.Major, v.Minor, v.EmulationMajor, v.EmulationMinor)
+	} else {
+		w.logf("asking the API server for its version: %v (specs with a Kubernetes version range will run as if they applied)", err)
 	}
 	if vc, ok := c.(cluster.Versioned); ok && w.info.KubernetesCommit == "" {
 		// A binary built before the cache stamped its commit reports
@@ -694,11 +700,26 @@ func (w *world) framework() *framework.Framework {
 	f.NodesAwaitingCCM = w.awaitingCCM
 	f.EchoImage = w.echoImage
 	f.KubernetesVersion = w.info.KubernetesVersion
+	f.KubernetesEmulation = w.emulation
 	f.ClusterCIDRs = w.profile.Cluster.ClusterCIDRs
 	if pn, ok := w.cluster.(cluster.PodNetworks); ok {
 		f.ClusterCIDRs = pn.ClusterCIDRs()
 	}
 	return f
+}
+
+// emulatedMinor is the minor ("1.35") an API server of release
+// major.minor emulates, from /version's emulationMajor and emulationMinor
+// (KEP-4330), or "" when it emulates its own release or does not say.
+// The minor may carry a "+" (a vendor's build).
+func emulatedMinor(major, minor, emuMajor, emuMinor string) string {
+	if emuMajor == "" || emuMinor == "" {
+		return ""
+	}
+	if emuMajor == major && emuMinor == strings.TrimSuffix(minor, "+") {
+		return ""
+	}
+	return emuMajor + "." + emuMinor
 }
 
 // runDirBase is where run directories go: $TMPDIR, unless its path is so

@@ -22,7 +22,9 @@ import (
 // matrixStore is a results store made on this project's machines by three
 // `ccm-conformance matrix --kubernetes v1.35.4,v1.36.3,v1.37.2` runs of
 // the reference provider (docs/lkg.md shows them), kept without the
-// component logs, JUnit files and build logs, which no page reads.
+// component logs, JUnit files and build logs, which no page reads, and
+// with ccm-env (the names of the CCM's environment variables, most of
+// them the build machine's own) cut to the ones the profile sets.
 const matrixStore = "testdata/matrix-store"
 
 // matrixVersions are its columns, newest first.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 )
@@ -199,7 +200,7 @@ const outsideVersionRange = "does not apply to this cluster's Kubernetes"
 // the release-blocking set. A spec that said it was skipped for a missing
 // capability, or for a Kubernetes version outside its range, does not;
 // otherwise the run's recorded capabilities decide
-// (every label of the spec but ReleaseBlockingLabel names one). A run
+// (every capability among the spec's labels must be claimed). A run
 // recorded before capabilities were is taken to claim the spec's.
 func ofClaimedCapabilities(rec *prow.SpecRecords, s prow.SpecRecord) bool {
 	if strings.Contains(s.SkipReason, notDeclared) || strings.Contains(s.SkipReason, outsideVersionRange) {
@@ -209,7 +210,9 @@ func ofClaimedCapabilities(rec *prow.SpecRecords, s prow.SpecRecord) bool {
 		return true
 	}
 	for _, l := range s.Labels {
-		if l != ReleaseBlockingLabel && !contains(rec.Capabilities, l) {
+		// Only capability labels: ReleaseBlockingLabel and the labels
+		// of upstream changes (framework.UpstreamChanges) claim nothing.
+		if profile.Capability(l).Known() && !contains(rec.Capabilities, l) {
 			return false
 		}
 	}

@@ -101,6 +101,10 @@ func TestJudge(t *testing.T) {
 	outsideRange := s.run("p", k37a, time.Hour, "skipped")
 	outsideRange.Specs.Capabilities = nil
 	outsideRange.Specs.Specs[2].SkipReason = `does not apply to this cluster's Kubernetes v1.35.4: the spec needs Kubernetes v1.36 and later (KEP-5311: …)`
+	// A release-blocking spec of a claimed capability that also carries an
+	// upstream change's label, skipped for another reason: a hole.
+	versionLabelled := s.run("p", k37a, time.Hour, "skipped")
+	versionLabelled.Specs.Specs[2].Labels = append(versionLabelled.Specs.Specs[2].Labels, "RelaxedServiceNameValidation")
 	filteredByMetadata := s.run("p", k37a, time.Hour, "filtered")
 	filteredByMetadata.Specs.LabelFilter = "" // recorded before specs.json had it
 	filteredAndFailed := s.run("p", k37a, time.Hour, "filtered")
@@ -131,6 +135,7 @@ func TestJudge(t *testing.T) {
 		{"a release-blocking spec of an unclaimed capability skipped", unclaimed, VerdictPass, ""},
 		{"a release-blocking spec skipped, saying its capability is not declared", unclaimedByReason, VerdictPass, ""},
 		{"a release-blocking spec skipped outside its Kubernetes range", outsideRange, VerdictPass, ""},
+		{"a release-blocking spec with an upstream change's label skipped for another reason", versionLabelled, VerdictPartial, "did not run: [nodelifecycle] deletes the Node of a deleted instance"},
 		{"narrowed by a label filter", s.run("p", k37a, time.Hour, "filtered"), VerdictPartial, `narrowed by the label filter "InstancesV2"`},
 		{"narrowed by a label filter, recorded in the metadata only", filteredByMetadata, VerdictPartial, `narrowed by the label filter "InstancesV2"`},
 		{"narrowed by a label filter, naming what it left out", filteredOut, VerdictPartial, `"InstancesV2"; 1 release-blocking spec(s) of claimed capabilities did not run: [nodelifecycle] deletes`},

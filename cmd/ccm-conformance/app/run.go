@@ -65,7 +65,15 @@ profile does not declare is skipped and says which one was missing.`,
 			if opts.ArtifactsDir == "" {
 				return &exitError{code: runner.ExitHarnessError, err: errors.New("--artifacts: empty directory name")}
 			}
-			backend, err := chooseBackend(backendName, kubeconfig, clusterDir, clusterKubernetesVersion(kubernetesVersion, opts.ProfilePath))
+			existing := kubeconfig != "" || clusterDir != ""
+			if existing && kubernetesVersion != "" {
+				return &exitError{code: runner.ExitHarnessError, err: errors.New("--kubernetes-version picks the release of a cluster the harness makes; --kubeconfig and --cluster-dir name an existing one")}
+			}
+			version := clusterKubernetesVersion(kubernetesVersion, opts.ProfilePath)
+			if existing && version != "" && laneFile == "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: the profile's cluster.kubernetesVersion (%s) is ignored: the run uses an existing cluster, whatever its version\n", version)
+			}
+			backend, err := chooseBackend(backendName, kubeconfig, clusterDir, version)
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
