@@ -16,8 +16,8 @@ import (
 // olderKubernetes is the second version of the matrix test, beside the
 // pinned v1.37.2: the newest release before v1.36, so that the specs of
 // RelaxedServiceNameValidation (v1.36 and later) are skipped on it. Its
-// kube-apiserver and kube-controller-manager build once (about 14 minutes
-// cold on two cores; .ci/run prebuilds them) and stay cached.
+// kube-apiserver and kube-controller-manager build once (4 to 13 minutes
+// cold on two cores, docs/lkg.md; .ci/run prebuilds them) and stay cached.
 const olderKubernetes = "v1.35.4"
 
 // matrix on two versions runs the suites on a local cluster of each, prints
