@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ccm-conformance/ccm-conformance/cmd/ccm-conformance/app"
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
@@ -272,4 +274,47 @@ func peakRSS(b *testing.B) int {
 		}
 	}
 	return 0
+}
+
+// BenchmarkUpstreamLoadBalancersOnKind runs, on one new kind cluster with
+// the reference CCM image, ccm-conformance's load balancer specs and then
+// upstream's [sig-network] LoadBalancers e2e specs (compare-upstream), and
+// reports both sides' wall time and spec counts. The first run builds
+// upstream's e2e binary, kubectl, agnhost and its image into the cache.
+func BenchmarkUpstreamLoadBalancersOnKind(b *testing.B) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		b.Skip("no docker: the comparison runs on a kind cluster")
+	}
+	image, _ := testbin.ReferenceCCMImage(b)
+	echo, _ := testbin.EchoServerImage(b)
+	for b.Loop() {
+		artifacts := filepath.Join(b.TempDir(), "cmp")
+		profile := testbin.ReferenceKindProfile(b, b.TempDir(), binDir, image, nil, nil)
+		cmd := exec.Command(filepath.Join(binDir, "ccm-conformance"), "compare-upstream", "--provider", profile,
+			"--artifacts", artifacts, "--echo-image", echo, "--label-filter", "LoadBalancer && !LeaderMigration")
+		cmd.Env = append(os.Environ(), "TMPDIR="+shortTempDir(b))
+		out, err := cmd.CombinedOutput()
+		c, rerr := readComparison(artifacts)
+		if rerr != nil {
+			b.Fatalf("compare-upstream: %v, and no comparison: %v\n%s", err, rerr, tail(string(out), 60))
+		}
+		b.Logf("compare-upstream printed:\n%s", tail(string(out), 40))
+		if err != nil {
+			b.Errorf("compare-upstream: %v (a side failed; its wall time includes the failing waits)", err)
+		}
+		b.ReportMetric(c.Ours.WallSeconds, "ours-wall-s")
+		b.ReportMetric(float64(c.Ours.Passed), "ours-passed")
+		b.ReportMetric(c.Upstream.WallSeconds, "upstream-wall-s")
+		b.ReportMetric(float64(c.Upstream.Passed), "upstream-passed")
+		b.ReportMetric(float64(c.Upstream.Failed), "upstream-failed")
+	}
+}
+
+func readComparison(artifacts string) (*app.Comparison, error) {
+	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", app.ComparisonFile))
+	if err != nil {
+		return nil, err
+	}
+	var c app.Comparison
+	return &c, json.Unmarshal(data, &c)
 }

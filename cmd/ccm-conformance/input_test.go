@@ -107,6 +107,10 @@ current-context: dead
 		{"no provider flag", []string{"run"}, []string{"provider"}},
 		{"unknown command", []string{"frobnicate"}, []string{"frobnicate"}},
 		{"validate-driver: missing driver", []string{"validate-driver", "--driver", "/nonexistent/my-driver"}, []string{"cloud driver /nonexistent/my-driver", "no such file"}},
+		{"compare-upstream: missing e2e binary", []string{"compare-upstream", "--provider", good, "--backend", "local", "--e2e-binary", filepath.Join(dir, "no-e2e.test")},
+			[]string{"--e2e-binary", "no-e2e.test", "no such file"}},
+		{"compare-upstream: unknown backend", []string{"compare-upstream", "--provider", good, "--backend", "gke"}, []string{"--backend", `"gke"`}},
+		{"compare-upstream: malformed profile", []string{"compare-upstream", "--provider", malformed}, []string{malformed, "timeouts.nodeInitialize"}},
 		{"validate-driver: no driver flag", []string{"validate-driver"}, []string{"--driver"}},
 		{"validate-driver: missing profile", []string{"validate-driver", "--driver", binDir + "/reference-cloud-driver", "--profile", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml", "no such file"}},
 	}

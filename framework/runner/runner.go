@@ -84,6 +84,25 @@ type Options struct {
 	// recorded (RunInfo.Seed), so that an order-dependent failure can be
 	// run again in the same order.
 	Seed int64
+	// AfterSpecs, if set, runs in the world once the specs and the leak
+	// check are done and before the teardown, while the cluster, the cloud
+	// and the CCM are still up: compare-upstream runs upstream's e2e specs
+	// there. Its error is reported, and fails the run as a harness error.
+	// Only a run in one world (Lanes 0) calls it.
+	AfterSpecs func(ctx context.Context, w WorldView) error
+}
+
+// WorldView is what AfterSpecs gets of the world the specs ran in.
+type WorldView struct {
+	// Cluster is the world's cluster: its kubeconfig, and whether it loads
+	// images (cluster.ImageLoader).
+	Cluster cluster.Cluster
+	// Report is the specs' ginkgo report.
+	Report types.Report
+	// Out receives progress lines.
+	Out io.Writer
+	// LogDir is the run directory's artifacts/logs.
+	LogDir string
 }
 
 func (o Options) withDefaults() Options {
@@ -253,7 +272,7 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 		info:    *info,
 		echoRef: cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
 	}
-	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, seed: info.Seed, out: opts.Out, verbose: true})
+	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, seed: info.Seed, out: opts.Out, verbose: true, afterSpecs: opts.AfterSpecs})
 	info.merge(w.info)
 	info.Worlds = []WorldInfo{{Phases: w.phases}}
 	return report, err
@@ -281,6 +300,12 @@ func (w *world) run(ctx context.Context, sr specRun) (types.Report, error) {
 		}
 		if leakErr != nil {
 			w.logf("leak check: %v", leakErr)
+		}
+		if sr.afterSpecs != nil && ctx.Err() == nil {
+			if err := sr.afterSpecs(ctx, WorldView{Cluster: w.cluster, Report: report, Out: w.out, LogDir: w.logDir}); err != nil {
+				w.logf("after the specs: %v", err)
+				leakErr = errors.Join(leakErr, &SetupError{Step: "after the specs", Err: err})
+			}
 		}
 	}
 	if terr := w.tearDown(); terr != nil {

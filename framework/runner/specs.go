@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,8 @@ type specRun struct {
 	claim func(types.SpecReport) (bool, error)
 	// timeout bounds the whole ginkgo run; default suiteTimeout.
 	timeout time.Duration
+	// afterSpecs is Options.AfterSpecs, which world.run calls.
+	afterSpecs func(context.Context, WorldView) error
 }
 
 // notClaimedPrefix is the skip message of a spec that another lane runs.

@@ -118,28 +118,46 @@ func build(ctx context.Context, req Request, root string, names []string) (map[s
 	}
 	defer os.RemoveAll(outDir)
 	built := map[string]string{}
-	args := []string{"build", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o"}
-	if len(names) == 1 {
+	var commands [][]string
+	var mains []string
+	for _, n := range names {
+		built[n] = filepath.Join(outDir, n)
+		if n == E2ELoadBalancers {
+			// A test binary: go test -c of the package e2etest.go writes.
+			pkg, err := writeE2ETestPackage(modDir)
+			if err != nil {
+				return nil, fmt.Errorf("building %s %s: %w", n, req.Version, err)
+			}
+			commands = append(commands, []string{"test", "-c", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o", built[n], pkg})
+			continue
+		}
+		mains = append(mains, n)
+	}
+	switch {
+	case len(mains) == 1:
 		// One package: -o names the file (etcd's package path ends in
 		// /v3, which would not name the binary).
-		built[names[0]] = filepath.Join(outDir, names[0])
-		args = append(args, built[names[0]], mainPackage(names[0]))
-	} else {
+		commands = append([][]string{{"build", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o", built[mains[0]], mainPackage(mains[0])}}, commands...)
+	case len(mains) > 1:
 		// Several: -o names a directory, and each binary is named after
-		// its package, k8s.io/kubernetes/cmd/<name>.
-		args = append(args, outDir+string(filepath.Separator))
-		for _, n := range names {
-			built[n] = filepath.Join(outDir, n)
+		// its package, k8s.io/kubernetes/cmd/<name> (and agnhost).
+		args := []string{"build", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o", outDir + string(filepath.Separator)}
+		for _, n := range mains {
 			args = append(args, mainPackage(n))
 		}
+		commands = append([][]string{args}, commands...)
 	}
 	start := time.Now()
-	compiled, err := runGo(ctx, req, modDir, buildEnv(), args, func(compiled int) {
-		fmt.Fprintf(req.Progress, "building %s %s: %d packages compiled, %s elapsed\n",
-			what, req.Version, compiled, time.Since(start).Round(time.Second))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building %s %s: %w", what, req.Version, err)
+	compiled := 0
+	for _, args := range commands {
+		n, err := runGo(ctx, req, modDir, buildEnv(), args, func(n int) {
+			fmt.Fprintf(req.Progress, "building %s %s: %d packages compiled, %s elapsed\n",
+				what, req.Version, compiled+n, time.Since(start).Round(time.Second))
+		})
+		compiled += n
+		if err != nil {
+			return nil, fmt.Errorf("building %s %s: %w", what, req.Version, err)
+		}
 	}
 	for _, n := range names {
 		if err := os.Chmod(built[n], 0o755); err != nil {

@@ -58,8 +58,9 @@ mod)
   esac
   printf '{"Path":"%%s","Version":"%%s","Info":"%%s","GoMod":"%%s"%%s}\n' "$mod" "$ver" %q "$gomod" "$origin"
   ;;
-build)
+build|test)
   echo "env CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS" >> "$log"
+  [ "$1" = test ] && grep -H '^package ' e2eloadbalancers/*.go >> "$log"
   cat go.mod >> "$log"
   out=""; prev=""
   for a in "$@"; do [ "$prev" = "-o" ] && out=$a; prev=$a; done
@@ -74,7 +75,7 @@ build)
   */)
     # Several packages: a binary each, named after its package.
     for a in "$@"; do
-      case "$a" in k8s.io/kubernetes/cmd/*) printf '#!/bin/sh\necho built %%s\n' "${a##*/}" > "$out${a##*/}" ;; esac
+      case "$a" in k8s.io/kubernetes/cmd/*|k8s.io/kubernetes/test/images/agnhost) printf '#!/bin/sh\necho built %%s\n' "${a##*/}" > "$out${a##*/}" ;; esac
     done ;;
   *) printf '#!/bin/sh\necho built\n' > "$out" ;;
   esac
@@ -437,5 +438,59 @@ func TestReadBuildInfoDropsPlaceholders(t *testing.T) {
 	}
 	if bi, err := ReadBuildInfo(binary); err != nil || bi.Commit != "" {
 		t.Errorf("ReadBuildInfo = %+v, %v; want no commit", bi, err)
+	}
+}
+
+// agnhost is built with the other main packages; the e2e test binary by
+// go test -c of the package e2etest.go writes into the build module.
+func TestEnsureAllBuildsAgnhostAndTheE2ETestBinary(t *testing.T) {
+	goPath, logPath := fakeGo(t, false)
+	cache := t.TempDir()
+	var progress syncBuffer
+	req := Request{Version: "v1.37.2", CacheDir: cache, Progress: &progress, Getenv: env(nil), Go: goPath}
+	dir := filepath.Join(cache, "bin", "kubernetes-v1.37.2")
+	paths, err := EnsureAll(context.Background(), req, E2ELoadBalancers, Agnhost, Kubectl)
+	if err != nil {
+		t.Fatalf("EnsureAll: %v\nprogress:\n%s", err, progress.String())
+	}
+	want := map[string]string{Agnhost: "built agnhost\n", Kubectl: "built kubectl\n", E2ELoadBalancers: "built\n"}
+	for n, w := range want {
+		if paths[n] != filepath.Join(dir, n) {
+			t.Errorf("path of %s = %q, want %q", n, paths[n], filepath.Join(dir, n))
+		}
+		if out, err := exec.Command(paths[n]).Output(); err != nil || string(out) != w {
+			t.Errorf("%s ran with %q, %v; want %q", n, out, err, w)
+		}
+	}
+	calls, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		" k8s.io/kubernetes/test/images/agnhost k8s.io/kubernetes/cmd/kubectl\n",
+		"go test -c -v -trimpath -ldflags ",
+		" -o " + dir + "/.build-",
+		"/e2e-loadbalancers.test ./e2eloadbalancers\n",
+		"e2eloadbalancers/e2e_test.go:package e2eloadbalancers\n",
+	} {
+		if !strings.Contains(string(calls), w) {
+			t.Errorf("the go command's log lacks %q:\n%s", w, calls)
+		}
+	}
+	if n := strings.Count(string(calls), "go build "); n != 1 {
+		t.Errorf("go build ran %d times, want once (agnhost and kubectl together):\n%s", n, calls)
+	}
+}
+
+func TestMainPackages(t *testing.T) {
+	for name, want := range map[string]string{
+		KubeAPIServer:    "k8s.io/kubernetes/cmd/kube-apiserver",
+		Agnhost:          "k8s.io/kubernetes/test/images/agnhost",
+		E2ELoadBalancers: "",
+		Etcd:             "go.etcd.io/etcd/server/v3",
+	} {
+		if got := mainPackage(name); got != want {
+			t.Errorf("mainPackage(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

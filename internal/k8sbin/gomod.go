@@ -14,10 +14,16 @@ const (
 	etcdServerModule = "go.etcd.io/etcd/server/v3"
 )
 
-// mainPackage returns the import path of the main package of binary name.
-// The root package of the etcd server module is etcd's main.
+// mainPackage returns the import path of the main package of binary name,
+// or "" for the e2e test binary, which `go test -c` builds from a package of
+// the build module (e2etest.go). The root package of the etcd server
+// module is etcd's main.
 func mainPackage(name string) string {
 	switch {
+	case name == Agnhost:
+		return kubernetesModule + "/test/images/agnhost"
+	case name == E2ELoadBalancers:
+		return ""
 	case isKubernetesBinary(name):
 		return kubernetesModule + "/cmd/" + name
 	case name == Etcd:

@@ -42,10 +42,21 @@ const (
 	Kubeadm               = "kubeadm"
 	Kubectl               = "kubectl"
 	Etcd                  = "etcd"
+
+	// Agnhost is upstream's e2e test server and client
+	// (k8s.io/kubernetes/test/images/agnhost), which upstream's e2e specs
+	// run in their pods.
+	Agnhost = "agnhost"
+	// E2ELoadBalancers is an e2e test binary of upstream's
+	// k8s.io/kubernetes/test/e2e/network specs, built to run their
+	// "[sig-network] LoadBalancers" specs beside ccm-conformance's own
+	// (e2etest.go; docs/performance.md).
+	E2ELoadBalancers = "e2e-loadbalancers.test"
 )
 
-// kubernetesBinaries are the names built from k8s.io/kubernetes/cmd/<name>.
-var kubernetesBinaries = []string{KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy, Kubelet, Kubeadm, Kubectl}
+// kubernetesBinaries are the names built from k8s.io/kubernetes: the
+// commands of cmd/<name>, agnhost, and the e2e test binary.
+var kubernetesBinaries = []string{KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy, Kubelet, Kubeadm, Kubectl, Agnhost, E2ELoadBalancers}
 
 func isKubernetesBinary(name string) bool {
 	for _, n := range kubernetesBinaries {

@@ -80,6 +80,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newVersionCommand(stdout),
 		newReleaseCheckCommand(stdout),
 		newMatrixCommand(stdout, stderr),
+		newCompareUpstreamCommand(stdout, stderr),
 	)
 	return root
 }

@@ -1,0 +1,309 @@
+// Package upstreame2e runs upstream's "[sig-network] LoadBalancers" e2e
+// specs (k8s.io/kubernetes/test/e2e/network/loadbalancer.go, built by
+// internal/k8sbin as E2ELoadBalancers) against a cluster the harness brought
+// up, so that their wall time can be set beside ccm-conformance's own on
+// the same cluster and CCM (ccm-conformance compare-upstream,
+// docs/performance.md).
+//
+// Not every upstream spec can pass where a load balancer's ingress is an
+// address on the harness's host (the reference cloud on kind): Specs says
+// which ones run and why the others do not.
+package upstreame2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/reporters"
+)
+
+// Describe is the container text of upstream's specs in a full spec name:
+// "[sig-network] LoadBalancers should ..." (the Local traffic policy ones
+// under "[sig-network] LoadBalancers ExternalTrafficPolicy: Local").
+const Describe = "[sig-network] LoadBalancers"
+
+// Spec is one upstream LoadBalancers spec, by the text of its It.
+type Spec struct {
+	Name string
+	// Run says it is run. A spec that is not run says why in Reason.
+	Run    bool
+	Reason string
+}
+
+// Specs are upstream's LoadBalancers specs at v1.37.2, and which of them
+// compare-upstream runs against a load balancer whose ingress is an
+// address on the harness's host that forwards to the nodes' NodePorts.
+var Specs = []Spec{
+	{Name: "should be able to change the type and ports of a TCP service", Run: true},
+	{Name: "should be able to change the type and ports of a UDP service", Run: true},
+	{Name: "should only allow access from service loadbalancer source ranges",
+		Reason: "its clients are pods, which cannot reach an ingress address on the harness's host"},
+	{Name: "should have session affinity work for LoadBalancer service with Local traffic policy", Run: true},
+	{Name: "should be able to switch session affinity for LoadBalancer service with Local traffic policy", Run: true},
+	{Name: "should have session affinity work for LoadBalancer service with Cluster traffic policy", Run: true},
+	{Name: "should be able to switch session affinity for LoadBalancer service with Cluster traffic policy", Run: true},
+	{Name: "should handle load balancer cleanup finalizer for service", Run: true},
+	{Name: "should be able to create LoadBalancer Service without NodePort and change it",
+		Reason: "the reference load balancer forwards to NodePorts, so a Service without them gets no traffic"},
+	{Name: "should be able to preserve UDP traffic when server pod cycles for a LoadBalancer service on different nodes", Run: true},
+	{Name: "should be able to preserve UDP traffic when server pod cycles for a LoadBalancer service on the same nodes", Run: true},
+	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Cluster",
+		Reason: "five DaemonSet rollouts of 10-15 minutes in all; ccm-conformance's rolling Deployment data path spec covers the same"},
+	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Local",
+		Reason: "as the Cluster one, and it needs a load balancer that health-checks healthCheckNodePort"},
+	{Name: "should work for type=LoadBalancer",
+		Reason: "it wants the client's own address at the pod; a load balancer that proxies from the host hides it"},
+	{Name: "should only target nodes with endpoints",
+		Reason: "it needs a load balancer that health-checks healthCheckNodePort, which the reference one does not"},
+	{Name: "should target all nodes with endpoints", Run: true},
+	{Name: "should work from pods",
+		Reason: "its client is a pod, which cannot reach an ingress address on the harness's host"},
+}
+
+// Focus is the ginkgo focus regexp that selects the specs of Specs that
+// run. Ginkgo matches it against a spec's full text, which upstream's
+// framework extends with tags such as "[Feature:LoadBalancer]" after the
+// Describe and "[Slow]" after the spec, so nothing is anchored at the end.
+func Focus(specs []Spec) string {
+	var names []string
+	for _, s := range specs {
+		if s.Run {
+			names = append(names, regexp.QuoteMeta(s.Name))
+		}
+	}
+	return regexp.QuoteMeta(Describe) + ".* (?:" + strings.Join(names, "|") + ")"
+}
+
+// Options say how to run the e2e binary.
+type Options struct {
+	// Binary is the e2e test binary (k8sbin.E2ELoadBalancers). Required.
+	Binary string
+	// Kubectl is the kubectl the specs run (--kubectl-path). Required.
+	Kubectl string
+	// Kubeconfig is the cluster's. Required.
+	Kubeconfig string
+	// ReportDir receives the JUnit file; the binary's output goes to
+	// ReportDir/e2e.log. Required.
+	ReportDir string
+	// Focus selects the specs; default Focus(Specs).
+	Focus string
+	// Nodes is the number of schedulable nodes (--num-nodes).
+	Nodes int
+	// Timeout bounds the whole run (--ginkgo.timeout). Default 45 minutes:
+	// a spec that fails waits up to 15 minutes for a load balancer.
+	Timeout time.Duration
+	// Progress receives the binary's output as it runs, besides the log.
+	// Default: discarded.
+	Progress io.Writer
+}
+
+// DefaultTimeout bounds a run when Options.Timeout is 0.
+const DefaultTimeout = 45 * time.Minute
+
+// Args are the e2e binary's arguments for o.
+func Args(o Options) []string {
+	focus := cmpOr(o.Focus, Focus(Specs))
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	args := []string{
+		"--kubeconfig=" + o.Kubeconfig,
+		// "local" is the framework's provider for a cluster it knows
+		// nothing about: no cloud-specific set-up or checks.
+		"--provider=local",
+		"--kubectl-path=" + o.Kubectl,
+		"--report-dir=" + o.ReportDir,
+		"--e2e-output-dir=" + o.ReportDir,
+		"--ginkgo.focus=" + focus,
+		"--ginkgo.timeout=" + timeout.String(),
+		"--ginkgo.v",
+		"--ginkgo.no-color",
+	}
+	if o.Nodes > 0 {
+		args = append(args, fmt.Sprintf("--num-nodes=%d", o.Nodes))
+	}
+	return args
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// SpecResult is one spec of a run, from its JUnit file.
+type SpecResult struct {
+	Name    string        `json:"name"`
+	State   string        `json:"state"` // passed, failed, skipped
+	Time    time.Duration `json:"durationNanos"`
+	Message string        `json:"message,omitempty"`
+}
+
+// Result is a run of the e2e binary.
+type Result struct {
+	// Wall is from starting the binary to its exit.
+	Wall                    time.Duration `json:"wallNanos"`
+	Passed, Failed, Skipped int
+	Specs                   []SpecResult `json:"specs"`
+	// ExitCode is the binary's (1 when a spec failed).
+	ExitCode int `json:"exitCode"`
+}
+
+// Summary is "N passed, N failed, N skipped in D".
+func (r Result) Summary() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped in %s", r.Passed, r.Failed, r.Skipped, r.Wall.Round(100*time.Millisecond))
+}
+
+// Run runs the e2e binary with o and reads its JUnit file. A run whose
+// specs failed is a Result with Failed > 0, not an error; an error means
+// the binary could not run or wrote no report. Cancelling ctx interrupts
+// the binary (SIGINT, then SIGKILL after 30 s), which lets ginkgo run the
+// specs' cleanup.
+func Run(ctx context.Context, o Options) (Result, error) {
+	for flag, v := range map[string]string{"Binary": o.Binary, "Kubectl": o.Kubectl, "Kubeconfig": o.Kubeconfig, "ReportDir": o.ReportDir} {
+		if v == "" {
+			return Result{}, fmt.Errorf("upstream e2e run: %s not set", flag)
+		}
+	}
+	if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
+		return Result{}, err
+	}
+	logPath := filepath.Join(o.ReportDir, "e2e.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return Result{}, err
+	}
+	defer log.Close()
+	var out io.Writer = log
+	if o.Progress != nil {
+		out = io.MultiWriter(log, o.Progress)
+	}
+	cmd := exec.CommandContext(ctx, o.Binary, Args(o)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	start := time.Now()
+	runErr := cmd.Run()
+	res := Result{Wall: time.Since(start)}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(runErr, &exit):
+		res.ExitCode = exit.ExitCode()
+	case runErr != nil:
+		return res, fmt.Errorf("running %s: %w", o.Binary, runErr)
+	}
+	specs, err := ReadJUnit(o.ReportDir)
+	if err != nil {
+		return res, fmt.Errorf("%s exited with code %d and its report: %w (its output: %s)", filepath.Base(o.Binary), res.ExitCode, err, logPath)
+	}
+	res.Specs = specs
+	for _, s := range specs {
+		switch s.State {
+		case "passed":
+			res.Passed++
+		case "failed":
+			res.Failed++
+		default:
+			res.Skipped++
+		}
+	}
+	return res, nil
+}
+
+// ReadJUnit reads the specs of the JUnit file the e2e binary wrote into
+// dir (junit_01.xml). Specs the focus left out, and ginkgo's suite nodes
+// (BeforeSuite and the like), are not in the result.
+func ReadJUnit(dir string) ([]SpecResult, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "junit*.xml"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no junit*.xml in %s", dir)
+	}
+	var specs []SpecResult
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var suites reporters.JUnitTestSuites
+		if err := xml.NewDecoder(bytes.NewReader(data)).Decode(&suites); err != nil {
+			return nil, fmt.Errorf("%s: not a JUnit file: %w", f, err)
+		}
+		for _, suite := range suites.TestSuites {
+			for _, c := range suite.TestCases {
+				r, ok := specResult(c)
+				if ok {
+					specs = append(specs, r)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(specs, func(a, b SpecResult) int { return strings.Compare(a.Name, b.Name) })
+	return specs, nil
+}
+
+// specResult turns a JUnit test case into a SpecResult; ok is false for
+// cases that are not specs that ran or were skipped for a reason.
+func specResult(c reporters.JUnitTestCase) (SpecResult, bool) {
+	name := strings.TrimSpace(c.Name)
+	if strings.HasPrefix(name, "[SynchronizedBeforeSuite]") || strings.HasPrefix(name, "[SynchronizedAfterSuite]") ||
+		strings.HasPrefix(name, "[BeforeSuite]") || strings.HasPrefix(name, "[AfterSuite]") || strings.HasPrefix(name, "[ReportAfterSuite]") ||
+		strings.HasPrefix(name, "[ReportBeforeSuite]") {
+		return SpecResult{}, false
+	}
+	r := SpecResult{Name: name, State: "passed", Time: time.Duration(c.Time * float64(time.Second))}
+	switch {
+	case c.Failure != nil:
+		r.State, r.Message = "failed", firstLine(c.Failure.Message)
+	case c.Error != nil:
+		r.State, r.Message = "failed", firstLine(c.Error.Message)
+	case c.Skipped != nil:
+		// Ginkgo writes "skipped" for a spec the focus left out (the JUnit
+		// lists every spec of the binary) and "pending" for a pending one:
+		// neither is part of the run. A spec that skipped itself says why:
+		// "skipped - REASON".
+		reason, ok := strings.CutPrefix(c.Skipped.Message, "skipped - ")
+		if !ok {
+			return SpecResult{}, false
+		}
+		r.State, r.Message = "skipped", firstLine(reason)
+	}
+	return r, true
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// AgnhostImage returns the agnhost image that binary's specs run, as its
+// --list-images prints it (registry.k8s.io/e2e-test-images/agnhost:2.66.1
+// at v1.37.2).
+func AgnhostImage(ctx context.Context, binary string) (string, error) {
+	out, err := exec.CommandContext(ctx, binary, "--list-images").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --list-images: %w", binary, err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.Contains(l, "/agnhost:") && strings.Contains(l, "e2e-test-images") {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("%s --list-images names no e2e-test-images/agnhost image", binary)
+}
