@@ -128,7 +128,12 @@ func build(ctx context.Context, req Request, root string, names []string) (map[s
 			if err != nil {
 				return nil, fmt.Errorf("building %s %s: %w", n, req.Version, err)
 			}
-			commands = append(commands, []string{"test", "-c", "-v", "-trimpath", "-ldflags", prepared.ldflags, "-o", built[n], pkg})
+			// go test -c names no package it compiles; a go build -v of
+			// the packages the test imports first compiles them with
+			// progress, and leaves go test the test package and the link.
+			commands = append(commands,
+				append([]string{"build", "-v", "-trimpath"}, e2eTestImports...),
+				[]string{"test", "-c", "-trimpath", "-ldflags", prepared.ldflags, "-o", built[n], pkg})
 			continue
 		}
 		mains = append(mains, n)

@@ -49,6 +49,9 @@ func TestUpstreamLoadBalancers(t *testing.T) {
 }
 `
 
+// e2eTestImports are the packages e2eTestSource imports from Kubernetes.
+var e2eTestImports = []string{kubernetesModule + "/test/e2e/framework", kubernetesModule + "/test/e2e/network"}
+
 // writeE2ETestPackage writes the e2e test package into the build module
 // modDir and returns its relative package path for the go command.
 func writeE2ETestPackage(modDir string) (string, error) {
