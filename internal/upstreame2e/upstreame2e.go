@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,11 +62,10 @@ var Specs = []Spec{
 	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Cluster",
 		Reason: "five DaemonSet rollouts of 10-15 minutes in all; ccm-conformance's rolling Deployment data path spec covers the same"},
 	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Local",
-		Reason: "as the Cluster one, and it needs a load balancer that health-checks healthCheckNodePort"},
+		Reason: "as the Cluster one: 10-15 minutes of rollouts"},
 	{Name: "should work for type=LoadBalancer",
 		Reason: "it wants the client's own address at the pod; a load balancer that proxies from the host hides it"},
-	{Name: "should only target nodes with endpoints",
-		Reason: "it needs a load balancer that health-checks healthCheckNodePort, which the reference one does not"},
+	{Name: "should only target nodes with endpoints", Run: true},
 	{Name: "should target all nodes with endpoints", Run: true},
 	{Name: "should work from pods",
 		Reason: "its client is a pod, which cannot reach an ingress address on the harness's host"},
@@ -292,18 +292,46 @@ func firstLine(s string) string {
 }
 
 // AgnhostImage returns the agnhost image that binary's specs run, as its
-// --list-images prints it (registry.k8s.io/e2e-test-images/agnhost:2.66.1
-// at v1.37.2).
+// --list-images prints it: registry.k8s.io/e2e-test-images/agnhost:2.66.1
+// at v1.37.2. The list also names the previous agnhost, which a few other
+// specs use; the newest one is upstream's Agnhost.
 func AgnhostImage(ctx context.Context, binary string) (string, error) {
 	out, err := exec.CommandContext(ctx, binary, "--list-images").Output()
 	if err != nil {
 		return "", fmt.Errorf("%s --list-images: %w", binary, err)
 	}
-	for _, l := range strings.Split(string(out), "\n") {
+	return newestAgnhost(string(out), binary)
+}
+
+// newestAgnhost picks the newest e2e-test-images agnhost of an image list.
+func newestAgnhost(list, binary string) (string, error) {
+	best, bestVersion := "", []int(nil)
+	for _, l := range strings.Split(list, "\n") {
 		l = strings.TrimSpace(l)
-		if strings.Contains(l, "/agnhost:") && strings.Contains(l, "e2e-test-images") {
-			return l, nil
+		repo, tag, ok := strings.Cut(l, ":")
+		if !ok || !strings.HasSuffix(repo, "/e2e-test-images/agnhost") {
+			continue
+		}
+		v, ok := parseDotted(tag)
+		if ok && (best == "" || slices.Compare(v, bestVersion) > 0) {
+			best, bestVersion = l, v
 		}
 	}
-	return "", fmt.Errorf("%s --list-images names no e2e-test-images/agnhost image", binary)
+	if best == "" {
+		return "", fmt.Errorf("%s --list-images names no e2e-test-images/agnhost image", binary)
+	}
+	return best, nil
+}
+
+// parseDotted parses "2.66.1" into [2 66 1].
+func parseDotted(s string) ([]int, bool) {
+	var v []int
+	for _, part := range strings.Split(s, ".") {
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, false
+		}
+		v = append(v, n)
+	}
+	return v, true
 }

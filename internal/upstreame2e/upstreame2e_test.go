@@ -172,3 +172,13 @@ exit 1
 		t.Errorf("Run of a binary without a report: %v, want an error with its exit code and log", err)
 	}
 }
+
+func TestNewestAgnhost(t *testing.T) {
+	list := "registry.k8s.io/e2e-test-images/agnhost:2.55\ngcr.io/k8s-authenticated-test/agnhost:2.6\nregistry.k8s.io/e2e-test-images/busybox:1.37.0-1\nregistry.k8s.io/e2e-test-images/agnhost:2.66.1\nregistry.k8s.io/e2e-test-images/agnhost:2.9\n"
+	if got, err := newestAgnhost(list, "e2e.test"); err != nil || got != "registry.k8s.io/e2e-test-images/agnhost:2.66.1" {
+		t.Errorf("newestAgnhost = %q, %v; want agnhost:2.66.1", got, err)
+	}
+	if _, err := newestAgnhost("registry.k8s.io/pause:3.10\n", "e2e.test"); err == nil || !strings.Contains(err.Error(), "e2e.test --list-images names no") {
+		t.Errorf("newestAgnhost of a list without agnhost: %v", err)
+	}
+}

@@ -245,12 +245,15 @@ func declare(f *framework.Framework) {
 			// The pass of the lifecycle controller that deleted the victim
 			// may reach the kept nodes after it: they are watched a little
 			// longer.
+			// A failed g.Expect ends a Consistently; StopTrying must not:
+			// after polls that passed, gomega (v1.44.0) describes a
+			// StopTrying with the matcher's failure message for the last
+			// passing value, which for Succeed and nil panics, so the
+			// spec was reported panicked instead of failed.
 			f.Consistently(ctx, func(g Gomega, v *framework.View) {
 				for _, m := range kept {
 					n, err := v.Node(m.Name)
-					if gone(n, err) {
-						StopTrying(keptGone(m)).Now()
-					}
+					g.Expect(gone(n, err)).To(BeFalse(), keptGone(m))
 					g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 				}
 			}).WithTimeout(4 * f.PollInterval()).Should(Succeed())
@@ -394,7 +397,13 @@ func declare(f *framework.Framework) {
 						m.Name, failedLookups, failed, len(calls))
 				}).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
 			} else {
-				Consistently(ctx, nodeKept).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
+				// g.Expect, not StopTrying, in a Consistently (see the
+				// spec of NotReady nodes in every zone).
+				Consistently(ctx, func(g Gomega) {
+					n, err := f.View().Node(m.Name)
+					g.Expect(gone(n, err)).To(BeFalse(), "node %s was deleted %s", m.Name, deleted)
+					g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
+				}).WithTimeout(f.Timeout(profile.NodeKeep)).WithPolling(f.PollInterval()).Should(Succeed())
 			}
 
 			// The same CCM acts once the cloud answers again and the
