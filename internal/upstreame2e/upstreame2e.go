@@ -50,10 +50,14 @@ var Specs = []Spec{
 	{Name: "should be able to change the type and ports of a UDP service", Run: true},
 	{Name: "should only allow access from service loadbalancer source ranges",
 		Reason: "its clients are pods, which cannot reach an ingress address on the harness's host"},
-	{Name: "should have session affinity work for LoadBalancer service with Local traffic policy", Run: true},
-	{Name: "should be able to switch session affinity for LoadBalancer service with Local traffic policy", Run: true},
-	{Name: "should have session affinity work for LoadBalancer service with Cluster traffic policy", Run: true},
-	{Name: "should be able to switch session affinity for LoadBalancer service with Cluster traffic policy", Run: true},
+	{Name: "should have session affinity work for LoadBalancer service with Local traffic policy",
+		Reason: "the reference load balancer spreads a client's connections over the nodes, and each node's kube-proxy keeps a ClientIP affinity of its own, so one client reaches several pods"},
+	{Name: "should be able to switch session affinity for LoadBalancer service with Local traffic policy",
+		Reason: "the reference load balancer spreads a client's connections over the nodes, and each node's kube-proxy keeps a ClientIP affinity of its own, so one client reaches several pods"},
+	{Name: "should have session affinity work for LoadBalancer service with Cluster traffic policy",
+		Reason: "the reference load balancer spreads a client's connections over the nodes, and each node's kube-proxy keeps a ClientIP affinity of its own, so one client reaches several pods"},
+	{Name: "should be able to switch session affinity for LoadBalancer service with Cluster traffic policy",
+		Reason: "the reference load balancer spreads a client's connections over the nodes, and each node's kube-proxy keeps a ClientIP affinity of its own, so one client reaches several pods"},
 	{Name: "should handle load balancer cleanup finalizer for service", Run: true},
 	{Name: "should be able to create LoadBalancer Service without NodePort and change it",
 		Reason: "the reference load balancer forwards to NodePorts, so a Service without them gets no traffic"},
@@ -200,6 +204,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res := Result{Wall: time.Since(start)}
 	var exit *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("interrupted after %s; its output so far: %s", res.Wall.Round(time.Second), logPath)
 	case errors.As(runErr, &exit):
 		res.ExitCode = exit.ExitCode()
 	case runErr != nil:

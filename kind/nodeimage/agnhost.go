@@ -1,14 +1,12 @@
 package nodeimage
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +21,17 @@ import (
 // `kubectl exec` in their exec pods; curl and ip for the ones that need
 // them. Upstream's image installs the same tools from Alpine.
 func AgnhostPackages() []string { return []string{"netcat-openbsd", "curl", "iproute2"} }
+
+// agnhostRoots are the packages whose files, with their dependencies', the
+// agnhost image holds: dash for /bin/sh and AgnhostPackages.
+// agnhostAlternatives name the links the tools are known by (nc).
+var (
+	agnhostRoots        = append([]string{"dash"}, AgnhostPackages()...)
+	agnhostAlternatives = []string{"nc"}
+)
+
+// agnhostRecipe changes when the image is made differently.
+const agnhostRecipe = "2"
 
 // agnhostLabel is the image label that records what an agnhost image was
 // made of, so that a cached one is reused only when nothing changed.
@@ -60,7 +69,7 @@ func EnsureAgnhostImage(ctx context.Context, o AgnhostOptions) error {
 	if err != nil {
 		return fmt.Errorf("agnhost image: %w", err)
 	}
-	key := rootfsKey + "-" + binSum[:12]
+	key := agnhostRecipe + "-" + rootfsKey + "-" + binSum[:12]
 	have, _ := command{args: []string{opts.Docker, "image", "inspect", "--format", "{{index .Config.Labels \"" + agnhostLabel + "\"}}", o.Ref}}.output(ctx)
 	if strings.TrimSpace(have) == key {
 		b.progressf("agnhost image %s is cached in Docker", o.Ref)
@@ -77,7 +86,7 @@ func EnsureAgnhostImage(ctx context.Context, o AgnhostOptions) error {
 	}
 	defer os.RemoveAll(work)
 	base := filepath.Join(work, "debian.tar")
-	entries, err := treeEntries(root, agnhostSkip)
+	entries, err := debianLayerEntries(root, agnhostRoots, agnhostAlternatives)
 	if err != nil {
 		return fmt.Errorf("agnhost image: reading %s: %w", root, err)
 	}
@@ -156,69 +165,6 @@ func (b *builder) agnhostRootfs(ctx context.Context, key string) (string, error)
 	}
 	b.progressf("agnhost root filesystem: ready in %s (%s)", final, time.Since(start).Round(time.Second))
 	return final, nil
-}
-
-// agnhostSkip leaves out of the agnhost image what a container gets from
-// its runtime (/dev, /proc, /sys), apt's caches, documentation, and the
-// root filesystem's completion marker.
-func agnhostSkip(rel string) bool {
-	if rel == completeMarker {
-		return true
-	}
-	for _, dir := range []string{"dev", "proc", "sys", "run", "tmp", "var/cache/apt", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale"} {
-		if strings.HasPrefix(rel, dir+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// treeEntries are the layer entries of every file, directory and link
-// under root, in walk order, but those skip names (by path relative to
-// root). Owners and modes are kept; a hard link becomes a copy.
-func treeEntries(root string, skip func(rel string) bool) ([]layerFile, error) {
-	var entries []layerFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if skip(rel) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		case !info.Mode().IsRegular() && !info.IsDir():
-			return nil // devices, sockets and fifos come from the runtime
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		hdr.Uname, hdr.Gname = "", ""
-		e := layerFile{name: rel, hdr: hdr}
-		if hdr.Typeflag == tar.TypeReg {
-			e.src = p
-		}
-		entries = append(entries, e)
-		return nil
-	})
-	return entries, err
 }
 
 // fileSHA256 is the hex SHA-256 of a file's contents.

@@ -3,6 +3,7 @@ package nodeimage
 import (
 	"archive/tar"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,34 +15,34 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-func TestAgnhostSkip(t *testing.T) {
-	for rel, want := range map[string]bool{
-		"bin/sh":                       false,
-		"usr/bin/nc.openbsd":           false,
-		"dev/null":                     true,
-		"proc/self":                    true,
-		"var/cache/apt/archives/x.deb": true,
-		"usr/share/doc/curl/copyright": true,
-		completeMarker:                 true,
-		"devices":                      false,
-	} {
-		if got := agnhostSkip(rel); got != want {
-			t.Errorf("agnhostSkip(%q) = %v, want %v", rel, got, want)
-		}
-	}
-}
-
-// fakeRootfs makes a small root filesystem: a shell, a link, a device
-// directory's contents and docs that the image leaves out.
+// fakeRootfs makes a small Debian root filesystem: the agnhost image's
+// packages in dpkg's status with their file lists, nc's alternatives
+// link, a merged /bin, and files of no package that stay out.
 func fakeRootfs(t *testing.T, root string) {
 	t.Helper()
-	for path, data := range map[string]string{
+	files := map[string]string{
 		"usr/bin/dash":                 "dash",
 		"usr/bin/nc.openbsd":           "nc",
-		"dev/null":                     "not a device here",
-		"usr/share/doc/curl/copyright": "docs",
+		"usr/bin/curl":                 "curl",
+		"usr/bin/ip":                   "ip",
+		"usr/bin/perl":                 "not wanted",
+		"usr/share/doc/perl/copyright": "docs",
 		completeMarker:                 "",
-	} {
+	}
+	lists := map[string][]string{
+		"dash":           {"/usr", "/usr/bin", "/usr/bin/dash", "/bin/sh"},
+		"netcat-openbsd": {"/usr/bin/nc.openbsd"},
+		"curl":           {"/usr/bin/curl"},
+		"iproute2":       {"/usr/bin/ip"},
+		"perl-base":      {"/usr/bin/perl"},
+	}
+	var status strings.Builder
+	for pkg, l := range lists {
+		fmt.Fprintf(&status, "Package: %s\nStatus: install ok installed\n\n", pkg)
+		files["var/lib/dpkg/info/"+pkg+".list"] = strings.Join(l, "\n") + "\n"
+	}
+	files["var/lib/dpkg/status"] = status.String()
+	for path, data := range files {
 		p := filepath.Join(root, path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -50,11 +51,18 @@ func fakeRootfs(t *testing.T, root string) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("usr/bin", filepath.Join(root, "bin")); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, "etc/alternatives"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("dash", filepath.Join(root, "usr/bin/sh")); err != nil {
-		t.Fatal(err)
+	for link, target := range map[string]string{
+		"bin":                 "usr/bin",
+		"usr/bin/sh":          "dash",
+		"etc/alternatives/nc": "/bin/nc.openbsd",
+		"usr/bin/nc":          "/etc/alternatives/nc",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -126,12 +134,13 @@ esac
 		}
 		rc.Close()
 	}
-	for path, want := range map[string]string{"agnhost": "\x7fELF agnhost", "usr/bin/dash": "dash", "usr/bin/sh": "dash", "bin": "usr/bin", "usr/bin/nc.openbsd": "nc"} {
+	for path, want := range map[string]string{"agnhost": "\x7fELF agnhost", "usr/bin/dash": "dash", "usr/bin/sh": "dash", "bin": "usr/bin",
+		"usr/bin/nc.openbsd": "nc", "usr/bin/nc": "/etc/alternatives/nc", "etc/alternatives/nc": "/bin/nc.openbsd", "usr/bin/curl": "curl", "usr/bin/ip": "ip"} {
 		if files[path] != want {
 			t.Errorf("image file %s = %q, want %q (files: %v)", path, files[path], want, files)
 		}
 	}
-	for _, path := range []string{"dev/null", "usr/share/doc/curl/copyright", completeMarker} {
+	for _, path := range []string{"usr/bin/perl", "usr/share/doc/perl/copyright", completeMarker} {
 		if _, ok := files[path]; ok {
 			t.Errorf("image has %s, which it leaves out", path)
 		}

@@ -269,7 +269,7 @@ func (b *builder) images(ctx context.Context, rootfs string, bins map[string]str
 		if ci.Debian {
 			if debianLayer == "" {
 				debianLayer = filepath.Join(dir, "debian-iptables.layer.tar")
-				entries, err := debianLayerEntries(rootfs)
+				entries, err := debianLayerEntries(rootfs, kubeProxyPackages, kubeProxyAlternatives)
 				if err != nil {
 					return nil, fmt.Errorf("images: the iptables layer: %w", err)
 				}

@@ -322,14 +322,19 @@ func dependencyClosure(pkgs map[string]dpkgPackage, provides map[string]string, 
 }
 
 // kubeProxyPackages are what kube-proxy runs besides itself: iptables
-// (its default mode) and conntrack.
-var kubeProxyPackages = []string{"iptables", "conntrack"}
+// (its default mode) and conntrack; kubeProxyAlternatives name iptables'
+// variants.
+var (
+	kubeProxyPackages     = []string{"iptables", "conntrack"}
+	kubeProxyAlternatives = []string{"ip"}
+)
 
-// debianLayerEntries returns the files of the packages kube-proxy needs
-// (and their dependencies) from the root filesystem, plus the
-// alternatives links that name iptables' variants and the merged-/usr
-// links at the top.
-func debianLayerEntries(root string) ([]layerFile, error) {
+// debianLayerEntries returns the files of packages (and their
+// dependencies) from the root filesystem, plus the alternatives whose
+// names start with one of alternatives (iptables' variants for kube-proxy:
+// "ip") with the links on PATH that name them, and the merged-/usr links
+// at the top.
+func debianLayerEntries(root string, packages, alternatives []string) ([]layerFile, error) {
 	status, err := os.Open(filepath.Join(root, "var/lib/dpkg/status"))
 	if err != nil {
 		return nil, err
@@ -339,7 +344,7 @@ func debianLayerEntries(root string) ([]layerFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	closure, err := dependencyClosure(pkgs, provides, kubeProxyPackages)
+	closure, err := dependencyClosure(pkgs, provides, packages)
 	if err != nil {
 		return nil, err
 	}
@@ -359,20 +364,23 @@ func debianLayerEntries(root string) ([]layerFile, error) {
 			}
 		}
 	}
-	alts, _ := filepath.Glob(filepath.Join(root, "etc/alternatives/ip*"))
-	for _, a := range alts {
-		rel, _ := filepath.Rel(root, a)
-		paths[filepath.ToSlash(rel)] = true
-	}
-	// The names on PATH (/usr/sbin/iptables) are links to those
-	// alternatives that update-alternatives made, not files of a package.
-	for _, dir := range []string{"usr/sbin", "usr/bin"} {
-		links, _ := filepath.Glob(filepath.Join(root, dir, "*"))
-		for _, l := range links {
-			target, err := os.Readlink(l)
-			if err == nil && strings.HasPrefix(target, "/etc/alternatives/ip") {
-				rel, _ := filepath.Rel(root, l)
-				paths[filepath.ToSlash(rel)] = true
+	for _, prefix := range alternatives {
+		alts, _ := filepath.Glob(filepath.Join(root, "etc/alternatives", prefix+"*"))
+		for _, a := range alts {
+			rel, _ := filepath.Rel(root, a)
+			paths[filepath.ToSlash(rel)] = true
+		}
+		// The names on PATH (/usr/sbin/iptables) are links to those
+		// alternatives that update-alternatives made, not files of a
+		// package.
+		for _, dir := range []string{"usr/sbin", "usr/bin"} {
+			links, _ := filepath.Glob(filepath.Join(root, dir, "*"))
+			for _, l := range links {
+				target, err := os.Readlink(l)
+				if err == nil && strings.HasPrefix(target, "/etc/alternatives/"+prefix) {
+					rel, _ := filepath.Rel(root, l)
+					paths[filepath.ToSlash(rel)] = true
+				}
 			}
 		}
 	}

@@ -289,7 +289,7 @@ func TestDebianLayerEntries(t *testing.T) {
 	if err := os.Symlink("/etc/alternatives/iptables", filepath.Join(root, "usr/sbin/iptables")); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := debianLayerEntries(root)
+	entries, err := debianLayerEntries(root, kubeProxyPackages, kubeProxyAlternatives)
 	if err != nil {
 		t.Fatal(err)
 	}
