@@ -12,10 +12,12 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 )
 
-// dockerVolumes lists the Docker engine's volumes.
+// dockerVolumes lists the Docker engine's volumes that no container uses.
+// A volume a run leaves behind is one of them; the volumes of the other
+// kind test's cluster, which runs beside this one, are in use.
 func dockerVolumes(t *testing.T) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "volume", "ls", "--quiet").CombinedOutput()
+	out, err := exec.Command("docker", "volume", "ls", "--quiet", "--filter", "dangling=true").CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker volume ls: %v: %s", err, out)
 	}
@@ -64,8 +66,13 @@ func checkNoKindLeft(t *testing.T, artifacts string, volumesBefore []string) {
 // adopts the node containers, the data path runs through echo server pods.
 // Every spec that can run on real nodes passes; the rest skip, saying why;
 // nothing of the cluster is left in Docker.
+//
+// It runs in parallel with TestIntegrationKindDefectsFailTheRightSpecs once
+// the package's other tests are done: two kind clusters side by side, whose
+// waits (cluster creation, image loads, a node's grace period) overlap.
 func TestIntegrationKindConformance(t *testing.T) {
 	skipUnlessDocker(t)
+	t.Parallel()
 	image, id := testbin.ReferenceCCMImage(t)
 	echo, _ := testbin.EchoServerImage(t)
 	volumes := dockerVolumes(t)
@@ -159,8 +166,11 @@ func kindDefectCases() []defectCase {
 	}}
 }
 
+// TestIntegrationKindDefectsFailTheRightSpecs runs defective CCMs on kind,
+// in parallel with TestIntegrationKindConformance.
 func TestIntegrationKindDefectsFailTheRightSpecs(t *testing.T) {
 	skipUnlessDocker(t)
+	t.Parallel()
 	for _, tt := range kindDefectCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			volumes := dockerVolumes(t)

@@ -265,7 +265,9 @@ func ReadJUnit(dir string) ([]SpecResult, error) {
 // specResult turns a JUnit test case into a SpecResult; ok is false for
 // cases that are not specs that ran or were skipped for a reason.
 func specResult(c reporters.JUnitTestCase) (SpecResult, bool) {
-	name := strings.TrimSpace(c.Name)
+	// Ginkgo names a spec's leaf node type first ("[It] "), unless told
+	// not to; the spec's text is the name.
+	name := strings.TrimPrefix(strings.TrimSpace(c.Name), "[It] ")
 	if strings.HasPrefix(name, "[SynchronizedBeforeSuite]") || strings.HasPrefix(name, "[SynchronizedAfterSuite]") ||
 		strings.HasPrefix(name, "[BeforeSuite]") || strings.HasPrefix(name, "[AfterSuite]") || strings.HasPrefix(name, "[ReportAfterSuite]") ||
 		strings.HasPrefix(name, "[ReportBeforeSuite]") {

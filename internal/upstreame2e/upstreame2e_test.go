@@ -81,7 +81,7 @@ const junit = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="5" disabled="3" errors="0" failures="1" time="61.5">
   <testsuite name="upstream" package="/e2e" tests="5" disabled="0" skipped="3" errors="0" failures="1" time="61.5">
     <testcase name="[SynchronizedBeforeSuite]" classname="upstream" status="passed" time="0.1"></testcase>
-    <testcase name="[sig-network] LoadBalancers [Feature:LoadBalancer] should handle load balancer cleanup finalizer for service [Slow]" classname="upstream" status="passed" time="12.25"></testcase>
+    <testcase name="[It] [sig-network] LoadBalancers [Feature:LoadBalancer] should handle load balancer cleanup finalizer for service [Slow]" classname="upstream" status="passed" time="12.25"></testcase>
     <testcase name="[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to change the type and ports of a UDP service [Slow]" classname="upstream" status="failed" time="40">
       <failure message="timed out waiting for the condition&#xA;more" type="failed">details</failure>
     </testcase>
