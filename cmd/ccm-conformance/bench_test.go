@@ -298,9 +298,15 @@ func BenchmarkUpstreamLoadBalancersOnKind(b *testing.B) {
 		if rerr != nil {
 			b.Fatalf("compare-upstream: %v, and no comparison: %v\n%s", err, rerr, tail(string(out), 60))
 		}
-		b.Logf("compare-upstream printed:\n%s", tail(string(out), 40))
+		// A benchmark's log keeps only its first lines: one per side.
+		b.Logf("ours: %s: %d passed, %d failed, %d skipped in %.1fs", c.Ours.What, c.Ours.Passed, c.Ours.Failed, c.Ours.Skipped, c.Ours.WallSeconds)
+		var specs []string
+		for _, s := range c.UpstreamSpecs {
+			specs = append(specs, fmt.Sprintf("%s %.1fs %s", s.State, s.Time.Seconds(), s.Name))
+		}
+		b.Logf("upstream: %d passed, %d failed, %d skipped in %.1fs: %s", c.Upstream.Passed, c.Upstream.Failed, c.Upstream.Skipped, c.Upstream.WallSeconds, strings.Join(specs, "; "))
 		if err != nil {
-			b.Errorf("compare-upstream: %v (a side failed; its wall time includes the failing waits)", err)
+			b.Errorf("compare-upstream: %v (a side failed; its wall time includes the failing waits)\n%s", err, tail(string(out), 8))
 		}
 		b.ReportMetric(c.Ours.WallSeconds, "ours-wall-s")
 		b.ReportMetric(float64(c.Ours.Passed), "ours-passed")
