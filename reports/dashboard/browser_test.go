@@ -68,6 +68,9 @@ func openChromium(t *testing.T) context.Context {
 		chromedp.DisableGPU,
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium puts its singleton socket in a directory of $TMPDIR
+		// (org.chromium.Chromium.*) that it leaves behind.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel)
