@@ -102,11 +102,11 @@ func ReadLane(path string) (*Lane, error) {
 func AutoLanes(suites []framework.Suite, specs []SpecInfo) int {
 	seconds := map[string]float64{}
 	for _, s := range suites {
-		seconds[s.Name] = s.SpecSeconds
+		seconds[s.Name] = s.TypicalSpecSeconds()
 	}
 	var total float64
 	for _, s := range specs {
-		total += max(seconds[s.Suite], 1)
+		total += max(seconds[s.Suite], 1) // 1 also for a suite not in suites
 	}
 	lanes := int(math.Ceil(total / laneSeconds))
 	return max(1, min(lanes, 2*runtime.GOMAXPROCS(0), maxLanes))
