@@ -30,12 +30,9 @@ type Suite struct {
 	Declare func(f *Framework)
 	// SpecSeconds is how long a typical spec of the suite takes on the
 	// local cluster with the reference provider, a hint for spreading
-	// specs over lanes and for starting the long ones first. Default 1.
+	// specs over lanes. Default 1.
 	SpecSeconds float64
 }
-
-// TypicalSpecSeconds is SpecSeconds, or 1 when the suite leaves it out.
-func (s Suite) TypicalSpecSeconds() float64 { return max(s.SpecSeconds, 1) }
 
 // CCMLogs gives access to the log of the CCM under test, so that a spec can
 // quote the CCM's own reason for a failure.

@@ -102,11 +102,11 @@ func ReadLane(path string) (*Lane, error) {
 func AutoLanes(suites []framework.Suite, specs []SpecInfo) int {
 	seconds := map[string]float64{}
 	for _, s := range suites {
-		seconds[s.Name] = s.TypicalSpecSeconds()
+		seconds[s.Name] = s.SpecSeconds
 	}
 	var total float64
 	for _, s := range specs {
-		total += max(seconds[s.Suite], 1) // 1 also for a suite not in suites
+		total += max(seconds[s.Suite], 1)
 	}
 	lanes := int(math.Ceil(total / laneSeconds))
 	return max(1, min(lanes, 2*runtime.GOMAXPROCS(0), maxLanes))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -227,20 +226,11 @@ func labelFilterError(err error) string {
 
 // declareSuites declares each suite inside a container named after it, so
 // that every spec's full text starts with "[suite]" and reports can group
-// specs by suite. The container's priority starts the suites whose specs
-// take longest first (ginkgo shuffles suites of equal priority by the
-// seed), so that in a run over lanes the long specs do not come last and
-// keep one lane busy while the others are done.
+// specs by suite.
 func declareSuites(f *framework.Framework, suites []framework.Suite) {
 	for _, s := range suites {
-		ginkgo.Describe("["+s.Name+"]", suitePriority(s), func() { s.Declare(f) })
+		ginkgo.Describe("["+s.Name+"]", func() { s.Declare(f) })
 	}
-}
-
-// suitePriority is a suite's ginkgo SpecPriority: its typical spec time in
-// tenths of a second.
-func suitePriority(s framework.Suite) ginkgo.SpecPriority {
-	return ginkgo.SpecPriority(math.Round(10 * s.TypicalSpecSeconds()))
 }
 
 // SuiteOf returns the suite a spec belongs to, from the container
