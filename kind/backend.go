@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -559,7 +560,83 @@ func (c *Cluster) Ready(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kind cluster %s: nodes not Ready: %v: %w", c.name, notReady, err)
 	}
+	return c.waitForKubeProxy(ctx, client)
+}
+
+// kubeProxyHealthzPort is where kube-proxy serves /healthz on every node
+// (its healthzBindAddress, 0.0.0.0:10256 by default).
+const kubeProxyHealthzPort = "10256"
+
+// waitForKubeProxy waits until kubeadm's kube-proxy DaemonSet has a ready
+// pod on every node and each node's kube-proxy answers 200 on /healthz
+// at the node container's address, from the host, where the cloud's load balancers send traffic from. Until
+// then a node port answers nothing: on a busy machine kube-proxy came up
+// minutes after its node turned Ready, and the data path specs that ran
+// first saw their load balancers' connections closed.
+func (c *Cluster) waitForKubeProxy(ctx context.Context, client kubernetes.Interface) error {
+	started := time.Now()
+	fmt.Fprintf(c.progress, "kind: waiting for kube-proxy on every node\n")
+	hc := &http.Client{Timeout: 2 * time.Second}
+	var waiting string
+	err := poll(ctx, c.opts.PollInterval, c.opts.ReadyTimeout, func(ctx context.Context) (bool, error) {
+		ds, err := client.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, "kube-proxy", metav1.GetOptions{})
+		if err != nil {
+			waiting = "DaemonSet kube-system/kube-proxy: " + err.Error()
+			return false, nil
+		}
+		st := ds.Status
+		if want := int32(1 + c.workers); st.DesiredNumberScheduled < want || st.NumberReady < st.DesiredNumberScheduled {
+			waiting = fmt.Sprintf("DaemonSet kube-system/kube-proxy: %d of %d pods ready (%d nodes)", st.NumberReady, st.DesiredNumberScheduled, want)
+			return false, nil
+		}
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			waiting = "listing nodes: " + err.Error()
+			return false, nil
+		}
+		for _, n := range nodes.Items {
+			ips, err := c.containerIPs(ctx, n.Name)
+			if err != nil {
+				return false, err
+			}
+			addr := firstIPv4(ips)
+			if addr == "" {
+				return false, fmt.Errorf("node %s: no IPv4 address on its Docker network (%v)", n.Name, ips)
+			}
+			url := "http://" + net.JoinHostPort(addr, kubeProxyHealthzPort) + "/healthz"
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				waiting = fmt.Sprintf("node %s: kube-proxy's %s: %v", n.Name, url, err)
+				return false, nil
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				waiting = fmt.Sprintf("node %s: kube-proxy's %s answered %s", n.Name, url, resp.Status)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kind cluster %s: kube-proxy not ready (%s): %w", c.name, waiting, err)
+	}
+	fmt.Fprintf(c.progress, "kind: kube-proxy ready on every node after %s\n", time.Since(started).Round(100*time.Millisecond))
 	return nil
+}
+
+// firstIPv4 is the first IPv4 address of ips (kube-proxy's /healthz
+// listens on 0.0.0.0), "" if there is none.
+func firstIPv4(ips []string) string {
+	for _, a := range ips {
+		if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
+			return a
+		}
+	}
+	return ""
 }
 
 func nodeReady(n corev1.Node) bool {
