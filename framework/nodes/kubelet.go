@@ -3,6 +3,12 @@
 // started with --cloud-provider=external does, then keeps it alive with
 // status and Lease heartbeats until it is stopped, as a machine that is
 // switched off stops sending them.
+//
+// As a real kubelet does, a simulated one renews its Lease at every
+// heartbeat but posts its Ready condition only when the Node's differs (after
+// kube-controller-manager marked it Unknown, say) or when the condition was
+// last posted longer ago than Options.StatusReportInterval: kube-controller-
+// manager takes either as a sign of life.
 package nodes
 
 import (
@@ -48,9 +54,13 @@ type Spec struct {
 
 // Options tune the heartbeats. Zero values take the defaults.
 type Options struct {
-	// HeartbeatInterval is how often the Lease is renewed and the Ready
-	// condition refreshed. Default 5s.
+	// HeartbeatInterval is how often the Lease is renewed and the Node's
+	// Ready condition read. Default 5s.
 	HeartbeatInterval time.Duration
+	// StatusReportInterval is how often an unchanged Ready condition is
+	// posted again (the kubelet's --node-status-report-frequency, 5m
+	// upstream). Default 1m.
+	StatusReportInterval time.Duration
 	// LeaseDuration is written into the Lease. Default 40s, as the kubelet.
 	LeaseDuration time.Duration
 	// KubeletVersion goes into status.nodeInfo. Default "v0.0.0-simulated".
@@ -68,6 +78,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = 5 * time.Second
+	}
+	if o.StatusReportInterval <= 0 {
+		o.StatusReportInterval = time.Minute
 	}
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = 40 * time.Second
@@ -260,8 +273,13 @@ func (k *Kubelet) heartbeat(ctx context.Context, done chan struct{}) {
 	logger := klog.FromContext(ctx).WithValues("node", k.spec.Name)
 	ticker := time.NewTicker(k.opts.HeartbeatInterval)
 	defer ticker.Stop()
+	var lease *coordinationv1.Lease // as last written; nil: read it first
+	var posted time.Time            // when the Ready condition was last posted
 	for {
-		err := errors.Join(k.renewLease(ctx), k.postReady(ctx))
+		var leaseErr, statusErr error
+		lease, leaseErr = k.renewLease(ctx, lease)
+		posted, statusErr = k.syncReady(ctx, posted)
+		err := errors.Join(leaseErr, statusErr)
 		if err != nil && ctx.Err() == nil {
 			logger.V(2).Info("Simulated kubelet heartbeat failed", "err", err)
 		}
@@ -276,14 +294,31 @@ func (k *Kubelet) heartbeat(ctx context.Context, done chan struct{}) {
 	}
 }
 
-func (k *Kubelet) renewLease(ctx context.Context) error {
+// renewLease renews the node's Lease and returns it as written. It updates
+// last, the Lease as this kubelet last wrote it, without reading it first,
+// as the kubelet does; when last is nil or out of date it reads the Lease,
+// and creates it if there is none.
+func (k *Kubelet) renewLease(ctx context.Context, last *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	leases := k.client.CoordinationV1().Leases(LeaseNamespace)
 	now := metav1.NewMicroTime(time.Now())
+	if last != nil {
+		lease := last.DeepCopy()
+		lease.Spec.RenewTime = &now
+		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if err == nil {
+			return updated, nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return last, err
+		}
+		// Changed or deleted by someone else (the garbage collector, after
+		// the Node was deleted): start again from what is there.
+	}
 	lease, err := leases.Get(ctx, k.spec.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		node, err := k.client.CoreV1().Nodes().Get(ctx, k.spec.Name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("lease owner: %w", err)
+			return nil, fmt.Errorf("lease owner: %w", err)
 		}
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
@@ -299,37 +334,53 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 				RenewTime:            &now,
 			},
 		}
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-		return err
+		created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return created, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lease.Spec.RenewTime = &now
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	return err
+	updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return updated, nil
 }
 
-// postReady refreshes the Ready condition with a strategic merge patch of
-// the status, so that the addresses the CCM wrote are left alone.
-func (k *Kubelet) postReady(ctx context.Context) error {
-	node, err := k.client.CoreV1().Nodes().Get(ctx, k.spec.Name, metav1.GetOptions{})
+// syncReady posts the Ready condition, with a strategic merge patch of the
+// status so that the addresses the CCM wrote are left alone, when the
+// Node's is not Ready=True or was last posted (at posted) a
+// StatusReportInterval ago or more. It returns when the condition was last
+// posted. The Node is read from the API server's watch cache, as the
+// kubelet reads it.
+func (k *Kubelet) syncReady(ctx context.Context, posted time.Time) (time.Time, error) {
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.spec.Name, metav1.GetOptions{ResourceVersion: "0"})
 	if err != nil {
-		return err
+		return posted, err
 	}
 	now := metav1.Now()
 	transition := now
+	ready := false
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			transition = c.LastTransitionTime
+			transition, ready = c.LastTransitionTime, true
 		}
+	}
+	if ready && !posted.IsZero() && now.Sub(posted) < k.opts.StatusReportInterval {
+		return posted, nil
 	}
 	patch, err := json.Marshal(map[string]any{
 		"status": map[string]any{"conditions": []corev1.NodeCondition{readyCondition(now, transition)}},
 	})
 	if err != nil {
-		return err
+		return posted, err
 	}
-	_, err = k.client.CoreV1().Nodes().Patch(ctx, k.spec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	return err
+	if _, err := k.client.CoreV1().Nodes().Patch(ctx, k.spec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return posted, err
+	}
+	return now.Time, nil
 }

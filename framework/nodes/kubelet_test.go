@@ -190,3 +190,146 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// newTestKubelet registers node n1 in a fake clientset without starting
+// heartbeats, so that a test calls them one at a time.
+func newTestKubelet(t *testing.T) (*Kubelet, *fake.Clientset) {
+	t.Helper()
+	client := fake.NewClientset()
+	k := &Kubelet{spec: Spec{Name: "n1"}, client: client, opts: Options{}.withDefaults()}
+	node, err := k.newNode(metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	return k, client
+}
+
+// actions lists the client's requests as "verb resource[/subresource]".
+func actions(client *fake.Clientset) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		s := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			s += "/" + a.GetSubresource()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestSyncReadyPostsOnlyWhenChangedOrDue(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name     string
+		ready    corev1.ConditionStatus
+		posted   time.Time
+		wantPost bool
+	}{
+		{name: "first heartbeat after start", ready: corev1.ConditionTrue, wantPost: true},
+		{name: "ready and posted a second ago", ready: corev1.ConditionTrue, posted: now.Add(-time.Second), wantPost: false},
+		{name: "ready and posted two minutes ago", ready: corev1.ConditionTrue, posted: now.Add(-2 * time.Minute), wantPost: true},
+		{name: "marked Unknown by kube-controller-manager", ready: corev1.ConditionUnknown, posted: now.Add(-time.Second), wantPost: true},
+		{name: "NotReady", ready: corev1.ConditionFalse, posted: now.Add(-time.Second), wantPost: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			k, client := newTestKubelet(t)
+			node, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := metav1.NewTime(now.Add(-time.Hour).Truncate(time.Second))
+			node.Status.Conditions[0].Status = tt.ready
+			node.Status.Conditions[0].LastTransitionTime = old
+			if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			client.ClearActions()
+
+			posted, err := k.syncReady(ctx, tt.posted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"get nodes"}
+			if tt.wantPost {
+				want = append(want, "patch nodes/status")
+			}
+			if got := actions(client); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("requests = %v, want %v", got, want)
+			}
+			if tt.wantPost == posted.Equal(tt.posted) {
+				t.Errorf("returned posted = %v (was %v), want a new time: %v", posted, tt.posted, tt.wantPost)
+			}
+			node, err = client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := node.Status.Conditions[0]
+			if tt.wantPost && c.Status != corev1.ConditionTrue {
+				t.Errorf("Ready = %s after a post, want True", c.Status)
+			}
+			// A condition that was True keeps its transition time; one that
+			// turns True gets a new one.
+			if keeps := tt.ready == corev1.ConditionTrue; keeps != c.LastTransitionTime.Equal(&old) {
+				t.Errorf("lastTransitionTime = %v (was %v), want kept: %v", c.LastTransitionTime, old, keeps)
+			}
+		})
+	}
+}
+
+func TestSyncReadyFailsWithoutNode(t *testing.T) {
+	k, client := newTestKubelet(t)
+	if err := client.CoreV1().Nodes().Delete(context.Background(), "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.syncReady(context.Background(), time.Time{}); err == nil {
+		t.Error("syncReady of a deleted node returned no error")
+	}
+}
+
+func TestRenewLeaseReadsOnlyWhenItHasNoLease(t *testing.T) {
+	ctx := context.Background()
+	k, client := newTestKubelet(t)
+
+	lease, err := k.renewLease(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := actions(client), []string{"get leases", "get nodes", "create leases"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("first heartbeat: requests = %v, want %v", got, want)
+	}
+	if lease == nil || len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Name != "n1" {
+		t.Fatalf("created lease = %v, want one owned by node n1", lease)
+	}
+
+	client.ClearActions()
+	first := lease.Spec.RenewTime.Time
+	time.Sleep(time.Millisecond) // so that the renew time can differ
+	lease, err = k.renewLease(ctx, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := actions(client), []string{"update leases"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("next heartbeat: requests = %v, want %v", got, want)
+	}
+	if !lease.Spec.RenewTime.After(first) {
+		t.Errorf("renew time %v not after %v", lease.Spec.RenewTime, first)
+	}
+
+	// The garbage collector deleted the Lease: the kubelet makes a new one.
+	if err := client.CoordinationV1().Leases(LeaseNamespace).Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	if _, err := k.renewLease(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := actions(client), []string{"update leases", "get leases", "get nodes", "create leases"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after the lease was deleted: requests = %v, want %v", got, want)
+	}
+}
