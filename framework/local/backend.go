@@ -28,8 +28,8 @@ func (c *Cluster) NodeHeartbeatInterval() time.Duration {
 }
 
 // Backend returns the backend that starts a new local cluster for each run,
-// with opts (Dir, Progress and ReturnWhenAPIServerReady are set by the
-// run), and stops it at the run's end.
+// with opts (Dir, Progress, ReturnWhenAPIServerReady and Disposable are set
+// by the run), and stops it at the run's end.
 func Backend(opts Options) cluster.Backend { return backend{opts: opts} }
 
 type backend struct{ opts Options }
@@ -43,6 +43,9 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	opts.Dir = filepath.Join(in.Dir, "cluster")
 	opts.Progress = in.Progress
 	opts.ReturnWhenAPIServerReady = true
+	// The cluster lives in the run's directory, which the run removes, and
+	// the run copies its logs before stopping it (ExportLogs).
+	opts.Disposable = true
 	c, err := Start(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -450,10 +450,14 @@ func (c *Cluster) stop(ctx context.Context) error {
 	if c.cancelReady != nil {
 		c.cancelReady()
 	}
+	grace := c.opts.StopGracePeriod
+	if c.opts.Disposable {
+		grace = 0 // SIGTERM, then SIGKILL at once
+	}
 	var errs []error
 	for _, p := range slices.Backward(c.procs) {
 		c.log.V(1).Info("Stopping component", "component", p.name, "pid", p.pid)
-		if err := p.stop(ctx, c.opts.StopGracePeriod); err != nil {
+		if err := p.stop(ctx, grace); err != nil {
 			errs = append(errs, err)
 		}
 	}

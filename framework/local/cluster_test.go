@@ -187,3 +187,30 @@ func TestStopDirWithoutState(t *testing.T) {
 		t.Errorf("StopDir removed a dir with no cluster in it: %v", err)
 	}
 }
+
+func TestDisposableClusterIsKilledWithoutGrace(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "etcd.pid")
+	// An etcd that ignores SIGTERM: only SIGKILL stops it.
+	fakeBinaries(t, "trap '' TERM\necho $$ > "+pidFile+"\nexec sleep 600\n")
+	dir := filepath.Join(t.TempDir(), "cluster")
+
+	start := time.Now()
+	c, err := Start(context.Background(), Options{Dir: dir, ReadyTimeout: time.Second, StopGracePeriod: time.Minute, Disposable: true})
+	if err == nil {
+		c.Stop(context.Background())
+		t.Fatal("Start succeeded with an etcd that never answers")
+	}
+	// Without Disposable, the stop after the failed start would wait out
+	// the minute's grace period before SIGKILL.
+	if elapsed := time.Since(start); elapsed > 30*time.Second {
+		t.Errorf("Start took %s to give up and stop etcd; a disposable cluster is killed at once", elapsed)
+	}
+	data, readErr := os.ReadFile(pidFile)
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid <= 0 || pidAlive(pid) {
+		t.Errorf("etcd (pid %d) still runs after Start failed", pid)
+	}
+}

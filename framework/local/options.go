@@ -92,6 +92,13 @@ type Options struct {
 	// before it sends SIGKILL. Default: DefaultStopGracePeriod.
 	StopGracePeriod time.Duration
 
+	// Disposable says that nothing of the cluster is used after Stop: its
+	// directory goes with the run that made it, and its logs were copied
+	// before. Stop then kills the components at once instead of waiting for
+	// kube-apiserver's graceful shutdown (about a second, most of it
+	// closing idle connections). Default: false.
+	Disposable bool
+
 	// ReturnWhenAPIServerReady makes Start return as soon as kube-apiserver
 	// is ready, with kube-controller-manager started but maybe not ready
 	// yet, so that the caller can start its own components meanwhile;
