@@ -36,6 +36,20 @@ func fakeBinaries(t *testing.T, etcdBody string) {
 	t.Setenv(k8sbin.EnvCacheDir, filepath.Join(dir, "cache"))
 }
 
+// checkEtcdGone fails the test if the fake etcd that wrote its pid to
+// pidFile still runs.
+func checkEtcdGone(t *testing.T, pidFile string) {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid <= 0 || pidAlive(pid) {
+		t.Errorf("etcd (pid %d) still runs after Start failed", pid)
+	}
+}
+
 func TestStartFailsCleanlyWhenEtcdExits(t *testing.T) {
 	fakeBinaries(t, "echo \"fake etcd: refusing to start with $1\" >&2\nexit 1\n")
 	tmp := t.TempDir()
@@ -83,14 +97,7 @@ func TestStartStopsWhatItStartedWhenEtcdIsNeverReady(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	data, readErr := os.ReadFile(pidFile)
-	if readErr != nil {
-		t.Fatal(readErr)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	if pid <= 0 || pidAlive(pid) {
-		t.Errorf("etcd (pid %d) still runs after Start failed", pid)
-	}
+	checkEtcdGone(t, pidFile)
 	// A Dir the caller gave is kept, with the logs but without state.json.
 	if _, err := os.Stat(filepath.Join(dir, "logs", "etcd.log")); err != nil {
 		t.Errorf("the log is gone: %v", err)
@@ -205,12 +212,5 @@ func TestDisposableClusterIsKilledWithoutGrace(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 30*time.Second {
 		t.Errorf("Start took %s to give up and stop etcd; a disposable cluster is killed at once", elapsed)
 	}
-	data, readErr := os.ReadFile(pidFile)
-	if readErr != nil {
-		t.Fatal(readErr)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	if pid <= 0 || pidAlive(pid) {
-		t.Errorf("etcd (pid %d) still runs after Start failed", pid)
-	}
+	checkEtcdGone(t, pidFile)
 }
