@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/freeport"
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 )
 
@@ -104,7 +104,7 @@ func harnessArgs(args []string, kubeconfig string) ([]string, int, error) {
 		}
 		return args, port, nil
 	}
-	port, err := FreePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -220,14 +220,4 @@ func FlagValue(args []string, name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// FreePort asks the kernel for a free TCP port on loopback.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/freeport"
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 )
 
@@ -192,7 +192,7 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 	if err := c.pki.write(); err != nil {
 		return err
 	}
-	ports, err := freePorts(4)
+	ports, err := freeport.Ports(4)
 	if err != nil {
 		return err
 	}
@@ -407,28 +407,6 @@ func firstServiceIPs(cidrs []string) ([]netip.Addr, error) {
 		ips = append(ips, p.Masked().Addr().Next())
 	}
 	return ips, nil
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1. Holding every
-// listener until all are chosen keeps them distinct; another process may
-// still take one before its component binds it.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // Stop stops kube-controller-manager, kube-apiserver and etcd, in that

@@ -3,7 +3,6 @@ package profile
 import (
 	"cmp"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"sort"
@@ -12,6 +11,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/freeport"
 )
 
 // The variables a profile may use in paths, commands, args and env values,
@@ -87,15 +88,9 @@ func validateVariables(path *field.Path, values []string) field.ErrorList {
 // PortAllocator returns a TCP port that is free on loopback.
 type PortAllocator func() (int, error)
 
-// FreeLoopbackPort asks the kernel for a TCP port free on 127.0.0.1.
-func FreeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreeLoopbackPort returns a TCP port free on 127.0.0.1, from below the
+// kernel's ephemeral range (framework/internal/freeport).
+func FreeLoopbackPort() (int, error) { return freeport.Port() }
 
 // ExpanderInput is what the variables of one run stand for.
 type ExpanderInput struct {
