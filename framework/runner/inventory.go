@@ -47,7 +47,7 @@ type inventoryScope struct {
 }
 
 // takeInventory lists the namespaces the harness made (framework.
-// NamespaceLabel) and their Services, the cluster's Nodes when the world
+// NamespaceLabel) that are not being deleted, the Services of all of them, the cluster's Nodes when the world
 // owns its machines, and, through the cloud driver, the cloud's instances
 // (again only when the world owns its machines), load balancers and
 // routes (those the driver can list).
@@ -66,11 +66,14 @@ func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clo
 			inv.othersNamespaces[ns.Name] = true
 			continue
 		}
-		what := "namespace " + ns.Name
 		if ns.DeletionTimestamp != nil {
-			what += " (" + string(ns.Status.Phase) + ")"
+			// Deleted: kube-controller-manager's namespace controller
+			// removes it, after a fixed 5 s (namespaceDeletionGracePeriod)
+			// and whatever it holds. Of that, what the CCM has a hand in,
+			// the Services and their load balancers, is still counted.
+			continue
 		}
-		inv.namespaces[ns.Name] = what
+		inv.namespaces[ns.Name] = "namespace " + ns.Name
 	}
 	services, err := client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -193,7 +196,7 @@ func (w *world) inventoryScope() inventoryScope {
 
 // leftoversPoll is how often the leak check looks again while things are
 // still going.
-const leftoversPoll = 250 * time.Millisecond
+const leftoversPoll = 100 * time.Millisecond
 
 // checkLeftovers waits, up to the profile's leftoversGone, until the
 // world holds nothing that it did not hold in before; then it returns

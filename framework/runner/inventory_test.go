@@ -54,7 +54,7 @@ func TestLeftovers(t *testing.T) {
 			// The route goes with its node: only the node is named.
 			name: "a spec's namespace, Service and machine stay",
 			change: func(a *inventory) {
-				a.namespaces["ccm-lb-x"] = "namespace ccm-lb-x (Terminating)"
+				a.namespaces["ccm-lb-x"] = "namespace ccm-lb-x"
 				a.services["ccm-lb-x/web"] = "Service ccm-lb-x/web (type LoadBalancer)"
 				a.nodes["ccm-node-x"] = "node ccm-node-x"
 				a.instances["ccm-node-x"] = "cloud instance ccm-node-x"
@@ -62,7 +62,7 @@ func TestLeftovers(t *testing.T) {
 				a.routeNodes["r-0009"] = "ccm-node-x"
 			},
 			want: []string{
-				"namespace ccm-lb-x (Terminating)", "Service ccm-lb-x/web (type LoadBalancer)", "node ccm-node-x",
+				"namespace ccm-lb-x", "Service ccm-lb-x/web (type LoadBalancer)", "node ccm-node-x",
 				"cloud instance ccm-node-x",
 			},
 		},
@@ -100,6 +100,7 @@ func TestTakeInventoryOfTheCluster(t *testing.T) {
 	client := fake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ccm-lb-x", Labels: harnessLabel, DeletionTimestamp: &deleting}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ccm-lb-y", Labels: harnessLabel}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ccm-lb-x", Name: "web", Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ccm-node-1"}},
@@ -109,9 +110,11 @@ func TestTakeInventoryOfTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := &inventory{}
-	// Only what the harness made: not the default namespace, nor its Service.
+	// Only what the harness made: not the default namespace, nor its
+	// Service. Of the namespace being deleted, only its Service, which
+	// waits for the CCM: the namespace controller does the rest.
 	got := strings.Join(leftovers(empty, inv), "; ")
-	want := "namespace ccm-lb-x (Terminating); Service ccm-lb-x/web (type LoadBalancer, finalizers service.kubernetes.io/load-balancer-cleanup); node ccm-node-1"
+	want := "namespace ccm-lb-y; Service ccm-lb-x/web (type LoadBalancer, finalizers service.kubernetes.io/load-balancer-cleanup); node ccm-node-1"
 	if got != want {
 		t.Errorf("inventory %q, want %q", got, want)
 	}
@@ -157,8 +160,8 @@ func TestInventoryOfASharedCluster(t *testing.T) {
 }
 
 func TestLeakErrorNamesEveryLeftover(t *testing.T) {
-	err := error(&LeakError{Leftovers: []string{"cloud load balancer a1 (of Service ns/web)", "namespace ns (Terminating)"}, Waited: 30 * time.Second})
-	want := "the specs left 2 thing(s) behind, still there 30s after the last spec (timeouts.leftoversGone): cloud load balancer a1 (of Service ns/web); namespace ns (Terminating)"
+	err := error(&LeakError{Leftovers: []string{"cloud load balancer a1 (of Service ns/web)", "namespace ns"}, Waited: 30 * time.Second})
+	want := "the specs left 2 thing(s) behind, still there 30s after the last spec (timeouts.leftoversGone): cloud load balancer a1 (of Service ns/web); namespace ns"
 	if err.Error() != want {
 		t.Errorf("message %q, want %q", err.Error(), want)
 	}
