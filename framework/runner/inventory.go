@@ -47,8 +47,9 @@ type inventoryScope struct {
 }
 
 // takeInventory lists the namespaces the harness made (framework.
-// NamespaceLabel) that are not being deleted, the Services of all of them, the cluster's Nodes when the world
-// owns its machines, and, through the cloud driver, the cloud's instances
+// NamespaceLabel) that are not being deleted, the Services of all of them,
+// the cluster's Nodes when the world owns its machines, and, through the
+// cloud driver, the cloud's instances
 // (again only when the world owns its machines), load balancers and
 // routes (those the driver can list).
 func takeInventory(ctx context.Context, client kubernetes.Interface, driver *clouddriver.Driver, scope inventoryScope) (*inventory, error) {
