@@ -9,6 +9,13 @@
 // exits with "address already in use". So ports are drawn at random from
 // below the ephemeral range, where the kernel assigns none by itself, and
 // each is checked by binding it.
+//
+// That leaves harness processes running side by side, such as the lanes of
+// one run: two can draw the same port, and the second one's check passes
+// while the first one's component has not bound it yet. So a drawn port is
+// also claimed in a file every harness process on the machine shares
+// (claimFile), for claimLease: long enough for its component to start and
+// bind it. A port another process has claimed is not drawn.
 package freeport
 
 import (
@@ -18,6 +25,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // rangeFile holds Linux's ephemeral port range, "low high".
@@ -32,14 +40,30 @@ const (
 	defaultEphemeralLow = 32768
 	// attempts bounds the draws for each port.
 	attempts = 100
+	// claimLease is how long a port stays claimed after it is drawn. The
+	// slowest component to bind is kube-controller-manager, which starts
+	// once kube-apiserver is ready: seconds here, a minute on a loaded
+	// machine.
+	claimLease = 10 * time.Minute
 )
 
-// Ports returns n distinct free TCP ports on 127.0.0.1. Another process can
-// still bind one before the caller's component does, but no connection the
-// kernel sets up takes one.
+// claimFile is where ports are claimed, one byte per port. It is not under
+// $TMPDIR, which tests and users set per run, so that every harness on the
+// machine sees the same claims.
+var claimFile = "/tmp/ccm-conformance-ports.lock"
+
+// Ports returns n distinct free TCP ports on 127.0.0.1, claimed for
+// claimLease. No connection the kernel sets up takes one and no other
+// harness draws one; a program that binds ports of its own choosing still
+// can.
 func Ports(n int) ([]int, error) {
 	low, high := drawRange(readEphemeralLow())
-	return pick(n, low, high)
+	ports, release, err := pick(n, low, high)
+	if err != nil {
+		return nil, err
+	}
+	time.AfterFunc(claimLease, release)
+	return ports, nil
 }
 
 // Port returns one free TCP port on 127.0.0.1, as Ports does.
@@ -77,43 +101,61 @@ func readEphemeralLow() int {
 	return low
 }
 
-// pick binds n distinct ports drawn from [low, high), or chosen by the
-// kernel when low is 0, and releases them once all are found.
-func pick(n int, low, high int) ([]int, error) {
-	var ports []int
+// pick claims and binds n distinct ports drawn from [low, high), or chosen
+// by the kernel when low is 0. It closes the listeners once all are found
+// and returns what gives up the claims. On an error it holds nothing.
+func pick(n int, low, high int) (ports []int, release func(), err error) {
 	var listeners []net.Listener
+	var releases []func()
+	releaseAll := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
 	defer func() {
 		for _, l := range listeners {
 			l.Close()
 		}
+		if err != nil {
+			releaseAll()
+		}
 	}()
 	for range n {
-		l, err := listen(low, high)
+		l, r, err := listen(low, high)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		listeners = append(listeners, l)
+		releases = append(releases, r)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, nil
+	return ports, releaseAll, nil
 }
 
-func listen(low, high int) (net.Listener, error) {
-	if low == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		return l, nil
-	}
+// listen claims a port and binds it.
+func listen(low, high int) (net.Listener, func(), error) {
 	var lastErr error
 	for range attempts {
-		port := low + rand.IntN(high-low)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err == nil {
-			return l, nil
+		addr := "127.0.0.1:0"
+		if low != 0 {
+			addr = "127.0.0.1:" + strconv.Itoa(low+rand.IntN(high-low))
 		}
-		lastErr = err
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		release, ok := claim(claimFile, port)
+		if !ok {
+			l.Close()
+			lastErr = fmt.Errorf("port %d is claimed by another harness (%s)", port, claimFile)
+			continue
+		}
+		return l, release, nil
 	}
-	return nil, fmt.Errorf("finding a free port in %d-%d: %d ports tried, the last: %w", low, high-1, attempts, lastErr)
+	if low == 0 {
+		return nil, nil, fmt.Errorf("finding a free port: %d tried, the last: %w", attempts, lastErr)
+	}
+	return nil, nil, fmt.Errorf("finding a free port in %d-%d: %d ports tried, the last: %w", low, high-1, attempts, lastErr)
 }
