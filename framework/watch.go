@@ -40,6 +40,10 @@ type Watch struct {
 
 	mu       sync.Mutex
 	arrivals map[string]arrival // by "Kind/namespace/name"
+	// deletions are when the watch delivered each object's deletion, by
+	// the same key, so that a wait that passes on an object being gone
+	// can say how long after its deletion it returned.
+	deletions map[string]time.Time
 }
 
 type arrival struct {
@@ -60,7 +64,7 @@ const watchCatchUp = 30 * time.Second
 // StartWatch starts watching Nodes and Services and returns once the first
 // lists are in. The watch ends with ctx.
 func StartWatch(ctx context.Context, client kubernetes.Interface) (*Watch, error) {
-	w := &Watch{factory: informers.NewSharedInformerFactory(client, 0), arrivals: map[string]arrival{}}
+	w := &Watch{factory: informers.NewSharedInformerFactory(client, 0), arrivals: map[string]arrival{}, deletions: map[string]time.Time{}}
 	w.nodes = w.factory.Core().V1().Nodes().Informer()
 	w.services = w.factory.Core().V1().Services().Informer()
 	for kind, inf := range map[string]cache.SharedIndexInformer{"Node": w.nodes, "Service": w.services} {
@@ -69,6 +73,11 @@ func StartWatch(ctx context.Context, client kubernetes.Interface) (*Watch, error
 		if err := inf.SetTransform(func(obj any) (any, error) {
 			w.arrived(kind, obj)
 			return obj, nil
+		}); err != nil {
+			return nil, fmt.Errorf("watching %ss: %w", kind, err)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj any) { w.deleted(kind, obj) },
 		}); err != nil {
 			return nil, fmt.Errorf("watching %ss: %w", kind, err)
 		}
@@ -95,6 +104,38 @@ func (w *Watch) arrived(kind string, obj any) {
 		recent = recent[len(recent)-recentVersions:]
 	}
 	w.arrivals[key] = arrival{m.GetResourceVersion(), time.Now(), recent}
+}
+
+// deleted records when an object's deletion arrived. The handler runs once
+// the cache has dropped the object; the transform saw the deletion before
+// that, as the object's last version, and its time is the arrival. A
+// deletion the informer only inferred from a new list (a tombstone) has
+// no version of its own: it arrived now.
+func (w *Watch) deleted(kind string, obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := objectKey(kind, m.GetNamespace(), m.GetName())
+	at := time.Now()
+	if a, ok := w.arrivals[key]; ok && a.resourceVersion == m.GetResourceVersion() {
+		at = a.at
+	}
+	w.deletions[key] = at
+}
+
+// deletionOf returns when an object's deletion arrived, if the watch has
+// delivered one.
+func (w *Watch) deletionOf(kind, namespace, name string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.deletions[objectKey(kind, namespace, name)]
+	return at, ok
 }
 
 // seen reports whether the watch has delivered this version of an object.
@@ -204,6 +245,11 @@ func (w *Watch) arrivalOf(kind string, m interface {
 type View struct {
 	w    *Watch
 	read []time.Time // arrival of each object read
+	// unknownArrival is set when the View reported an object absent whose
+	// deletion it has no time for: it never existed, or the handler that
+	// records deletions has not run yet. A wait that passes on such a look
+	// records no observation lag, since it cannot say what it waited for.
+	unknownArrival bool
 }
 
 // Node returns a copy of the Node as last watched, or a NotFound error.
@@ -213,6 +259,7 @@ func (v *View) Node(name string) (*corev1.Node, error) {
 		return nil, err
 	}
 	if !ok {
+		v.noteGone("Node", "", name)
 		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 	}
 	n := obj.(*corev1.Node).DeepCopy()
@@ -241,6 +288,7 @@ func (v *View) Service(namespace, name string) (*corev1.Service, error) {
 		return nil, err
 	}
 	if !ok {
+		v.noteGone("Service", namespace, name)
 		return nil, apierrors.NewNotFound(corev1.Resource("services"), namespace+"/"+name)
 	}
 	s := obj.(*corev1.Service).DeepCopy()
@@ -258,7 +306,17 @@ func (v *View) note(kind string, m interface {
 	}
 }
 
-// latest is the arrival of the newest version read.
+// noteGone notes the arrival of the deletion of an object the View found
+// absent.
+func (v *View) noteGone(kind, namespace, name string) {
+	if at, ok := v.w.deletionOf(kind, namespace, name); ok {
+		v.read = append(v.read, at)
+		return
+	}
+	v.unknownArrival = true
+}
+
+// latest is the arrival of the newest version or deletion read.
 func (v *View) latest() time.Time {
 	var t time.Time
 	for _, at := range v.read {
@@ -272,9 +330,10 @@ func (v *View) latest() time.Time {
 // Eventually waits, as gomega's Eventually, until check passes on the
 // watched objects, looking every WatchPollInterval. The caller sets the
 // timeout and the assertion: f.Eventually(ctx, check).WithTimeout(...).
-// Should(Succeed()). When the check passes on an object version that
-// arrived after the wait began, the time from its arrival to now is
-// recorded as the spec's observation lag.
+// Should(Succeed()). When the check passes on an object version or
+// deletion that arrived after the wait began, the time from its arrival to
+// now is recorded as the spec's observation lag; not when it passes on an
+// absence the watch has no deletion time for.
 //
 // The check must read the cluster only through the View: a request to the
 // API server or a cloud driver call would run every WatchPollInterval.
@@ -283,7 +342,7 @@ func (f *Framework) Eventually(ctx context.Context, check func(g gomega.Gomega, 
 	return gomega.Eventually(ctx, func(g gomega.Gomega) {
 		v := &View{w: f.Watch}
 		check(g, v) // a failed assertion ends the look here
-		if changed := v.latest(); changed.After(start) {
+		if changed := v.latest(); !v.unknownArrival && changed.After(start) {
 			ginkgo.AddReportEntry(ObservationLagEntry, time.Since(changed), ginkgo.ReportEntryVisibilityNever)
 		}
 	}).WithPolling(WatchPollInterval)

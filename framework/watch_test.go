@@ -60,6 +60,59 @@ func TestWatchView(t *testing.T) {
 	}
 }
 
+// A View that finds an object absent times the absence by the arrival of
+// the object's deletion, not by the newest other object it read: a wait
+// for a node's deletion that also reads nodes a kubelet keeps updating
+// would otherwise record the time since their last update as its lag.
+// Absence it has no deletion for makes the look's arrival unknown.
+func TestWatchViewTimesDeletions(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kept", ResourceVersion: "1"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "victim", ResourceVersion: "1"}},
+	)
+	w, err := StartWatch(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &View{w: w}
+	if _, err := v.Node("never"); !apierrors.IsNotFound(err) || !v.unknownArrival {
+		t.Errorf("Node(never) = %v with unknownArrival %v, want NotFound and true", err, v.unknownArrival)
+	}
+
+	// The kept node changes, then the victim is deleted.
+	kept := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kept", ResourceVersion: "2", Labels: map[string]string{"x": "y"}}}
+	if _, err := client.CoreV1().Nodes().Update(ctx, kept, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.waitSeen(ctx, "Node", kept); err != nil {
+		t.Fatal(err)
+	}
+	beforeDeletion := time.Now()
+	if err := client.CoreV1().Nodes().Delete(ctx, "victim", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v = &View{w: w}
+		_, keptErr := v.Node("kept")
+		_, victimErr := v.Node("victim")
+		if keptErr != nil {
+			t.Fatalf("Node(kept) = %v", keptErr)
+		}
+		if apierrors.IsNotFound(victimErr) && !v.unknownArrival {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch never delivered the deletion of node victim (Node(victim) = %v, unknownArrival %v)", victimErr, v.unknownArrival)
+		}
+		time.Sleep(WatchPollInterval)
+	}
+	if at := v.latest(); at.Before(beforeDeletion) || at.After(time.Now()) {
+		t.Errorf("latest arrival read = %s, want the deletion's, between %s and now (the kept node's update came before)", at.Format(time.StampMicro), beforeDeletion.Format(time.StampMicro))
+	}
+}
+
 // A wait for the watch that gives up says, within the first 140
 // characters (what a dashboard cell keeps of a failure), which object it
 // waited for, what it expected and what it saw.
