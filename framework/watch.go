@@ -91,19 +91,28 @@ func StartWatch(ctx context.Context, client kubernetes.Interface) (*Watch, error
 	return w, nil
 }
 
-func (w *Watch) arrived(kind string, obj any) {
+// keyOf returns an object's key in arrivals and deletions, and its
+// resourceVersion.
+func keyOf(kind string, obj any) (key, resourceVersion string, ok bool) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
+		return "", "", false
+	}
+	return objectKey(kind, m.GetNamespace(), m.GetName()), m.GetResourceVersion(), true
+}
+
+func (w *Watch) arrived(kind string, obj any) {
+	key, rv, ok := keyOf(kind, obj)
+	if !ok {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := objectKey(kind, m.GetNamespace(), m.GetName())
-	recent := append(w.arrivals[key].recent, m.GetResourceVersion())
+	recent := append(w.arrivals[key].recent, rv)
 	if len(recent) > recentVersions {
 		recent = recent[len(recent)-recentVersions:]
 	}
-	w.arrivals[key] = arrival{m.GetResourceVersion(), time.Now(), recent}
+	w.arrivals[key] = arrival{rv, time.Now(), recent}
 }
 
 // deleted records when an object's deletion arrived. The handler runs once
@@ -115,15 +124,14 @@ func (w *Watch) deleted(kind string, obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
+	key, rv, ok := keyOf(kind, obj)
+	if !ok {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := objectKey(kind, m.GetNamespace(), m.GetName())
 	at := time.Now()
-	if a, ok := w.arrivals[key]; ok && a.resourceVersion == m.GetResourceVersion() {
+	if a, ok := w.arrivals[key]; ok && a.resourceVersion == rv {
 		at = a.at
 	}
 	w.deletions[key] = at
