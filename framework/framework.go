@@ -10,6 +10,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -32,6 +33,17 @@ type Suite struct {
 	// local cluster with the reference provider, a hint for spreading
 	// specs over lanes. Default 1.
 	SpecSeconds float64
+}
+
+// LongestFirst decorates a suite's top-level container with its
+// SpecSeconds as ginkgo's SpecPriority. Ginkgo starts the top-level
+// containers of higher priority first, still shuffling those of equal
+// priority by the seed, and lanes take specs in ginkgo's order: so the
+// suites whose specs wait longest (for leases, for nodes to turn NotReady)
+// start at once, shorter specs fill in behind them, and the lanes finish
+// together whatever the seed.
+func LongestFirst(specSeconds float64) ginkgo.SpecPriority {
+	return ginkgo.SpecPriority(math.Round(specSeconds))
 }
 
 // CCMLogs gives access to the log of the CCM under test, so that a spec can

@@ -28,16 +28,19 @@ import (
 
 // Suite returns the leader migration suite.
 func Suite() framework.Suite {
-	// Every spec waits for leases to change hands.
-	return framework.Suite{Name: "leadermigration", Declare: declare, SpecSeconds: 10}
+	return framework.Suite{Name: "leadermigration", Declare: declare, SpecSeconds: specSeconds}
 }
+
+// specSeconds is how long a typical spec takes: every spec waits for
+// leases to change hands.
+const specSeconds = 10
 
 // handoverRounds is how many times the No overlap spec moves the migrated
 // controllers from one replica to the other.
 const handoverRounds = 2
 
 func declare(f *framework.Framework) {
-	Describe("Leader migration: the CCM runs the migrated cloud controllers only under the migration lease", Label(string(profile.LeaderMigration), string(profile.LoadBalancer)), func() {
+	Describe("Leader migration: the CCM runs the migrated cloud controllers only under the migration lease", framework.LongestFirst(specSeconds), Label(string(profile.LeaderMigration), string(profile.LoadBalancer)), func() {
 		l := &lm{f: f}
 
 		BeforeEach(func(ctx SpecContext) {

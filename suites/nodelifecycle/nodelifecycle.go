@@ -63,12 +63,15 @@ func clusterZones(ctx context.Context, f *framework.Framework) ([]string, error)
 
 // Suite returns the node lifecycle suite.
 func Suite() framework.Suite {
-	// Every spec waits for a node to turn NotReady.
-	return framework.Suite{Name: "nodelifecycle", Declare: declare, SpecSeconds: 6}
+	return framework.Suite{Name: "nodelifecycle", Declare: declare, SpecSeconds: specSeconds}
 }
 
+// specSeconds is how long a typical spec takes: every spec waits for a
+// node to turn NotReady.
+const specSeconds = 6
+
 func declare(f *framework.Framework) {
-	Describe("Node lifecycle: the CCM follows instances that are deleted or stopped in the cloud", Label(string(profile.NodeLifecycle)), func() {
+	Describe("Node lifecycle: the CCM follows instances that are deleted or stopped in the cloud", framework.LongestFirst(specSeconds), Label(string(profile.NodeLifecycle)), func() {
 
 		// The lifecycle controller acts only on nodes that are not Ready;
 		// kube-controller-manager marks a silent node so after its
