@@ -132,7 +132,8 @@ func pick(n int, low, high int) (ports []int, release func(), err error) {
 	return ports, releaseAll, nil
 }
 
-// listen claims a port and binds it.
+// listen binds a port, drawn or chosen by the kernel, and claims it; a
+// port it cannot bind or claim is given up and another tried.
 func listen(low, high int) (net.Listener, func(), error) {
 	var lastErr error
 	for range attempts {
