@@ -1,59 +1,22 @@
 package k8sbin
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/filelock"
-)
-
-const (
-	// outputTailLines is how many of the last lines of the go command's
-	// output a BuildError keeps.
-	outputTailLines = 40
-	// buildCancelDelay is how long a cancelled go command gets to stop after
-	// an interrupt before it is killed.
-	buildCancelDelay = 5 * time.Second
+	"github.com/ccm-conformance/ccm-conformance/internal/gocmd"
 )
 
 // BuildError is a go command that failed. Its message carries the command
 // line and the last lines of the command's output.
-type BuildError struct {
-	// Command is the command line, led by the environment it set.
-	Command string
-	// Dir is the directory it ran in.
-	Dir string
-	// Output holds the last lines of its output.
-	Output []string
-	// Err is how it failed.
-	Err error
-}
-
-func (e *BuildError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (in %s): %v", e.Command, e.Dir, e.Err)
-	if len(e.Output) > 0 {
-		b.WriteString("\nlast lines of output:")
-		for _, l := range e.Output {
-			b.WriteString("\n  " + l)
-		}
-	}
-	return b.String()
-}
-
-func (e *BuildError) Unwrap() error { return e.Err }
+type BuildError = gocmd.Error
 
 // build builds the binaries names, all of req.Version and missing from the
 // cache under root, with one go command, unless another caller builds them
@@ -188,12 +151,10 @@ func build(ctx context.Context, req Request, root string, names []string) (map[s
 	return paths, nil
 }
 
-// buildEnv is the environment the go command runs with, beyond the caller's.
-// It matches the flags the binaries were always built with, so builds share
-// the go build cache. GOWORK=off keeps a go.work above the cache out of it.
-func buildEnv() []string {
-	return []string{"CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off"}
-}
+// buildEnv is the environment the go command runs with, beyond the caller's
+// (gocmd.BuildEnv): the flags the binaries were always built with, so builds
+// share the go build cache.
+func buildEnv() []string { return gocmd.BuildEnv() }
 
 // coldBuildEstimate says how long building names takes on two cores with
 // an empty go build cache (docs/local-cluster.md has the measurements).
@@ -231,25 +192,8 @@ func coldBuildEstimate(names []string) string {
 	return fmt.Sprintf("about %.0f minutes", minutes)
 }
 
-// moduleInfo is what `go mod download -json` reports about one module.
-type moduleInfo struct {
-	Path    string
-	Version string
-	Error   string
-	Info    string // path of the .info file
-	GoMod   string // path of the go.mod file
-	// Origin is where the proxy got the module from, when it says (not
-	// every proxy does, nor for every module).
-	Origin *struct {
-		VCS  string
-		URL  string
-		Hash string // the commit
-		Ref  string // the tag, refs/tags/<version>
-	}
-}
-
-// commit is the git commit the proxy reports for the module, or "".
-func (m moduleInfo) commit() string {
+// moduleCommit is the git commit the proxy reports for the module, or "".
+func moduleCommit(m gocmd.ModuleInfo) string {
 	if m.Origin == nil || m.Origin.VCS != "git" || !isCommitHash(m.Origin.Hash) {
 		return ""
 	}
@@ -294,7 +238,7 @@ func prepareModule(ctx context.Context, req Request, modDir string) (preparedMod
 		return preparedModule{}, err
 	}
 	v, _ := parseKubernetesVersion(req.Version) // validated by withDefaults
-	commit := info.commit()
+	commit := moduleCommit(info)
 	return preparedModule{
 		goMod:   goMod,
 		ldflags: kubernetesLDFlags(v, releaseTime(info.Info), commit),
@@ -304,27 +248,8 @@ func prepareModule(ctx context.Context, req Request, modDir string) (preparedMod
 
 // downloadModule runs `go mod download -json` in dir, with env added to
 // the build's environment.
-func downloadModule(ctx context.Context, req Request, dir, modVersion string, env ...string) (moduleInfo, error) {
-	var out strings.Builder
-	cmd := exec.CommandContext(ctx, req.Go, "mod", "download", "-json", modVersion)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), buildEnv()...), env...)
-	cmd.Stdout = &out
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	runErr := cmd.Run()
-	var info moduleInfo
-	if err := json.Unmarshal([]byte(out.String()), &info); err != nil || runErr != nil || info.Error != "" || info.GoMod == "" {
-		if runErr == nil && info.Error != "" {
-			runErr = errors.New(info.Error)
-		}
-		if runErr == nil {
-			runErr = fmt.Errorf("unexpected output %q", out.String())
-		}
-		lines := tailLines(stderr.String()+out.String(), outputTailLines)
-		return info, &BuildError{Command: commandLine(req.Go, buildEnv(), cmd.Args[1:]), Dir: dir, Output: lines, Err: runErr}
-	}
-	return info, nil
+func downloadModule(ctx context.Context, req Request, dir, modVersion string, env ...string) (gocmd.ModuleInfo, error) {
+	return gocmd.Download(ctx, req.Go, dir, modVersion, env...)
 }
 
 // releaseTime returns the time the module proxy recorded for a release, as
@@ -370,112 +295,5 @@ func kubernetesLDFlags(v kubernetesVersion, buildDate, commit string) string {
 // number of packages compiled so far at most every req.ProgressInterval.
 // It returns the number of packages compiled.
 func runGo(ctx context.Context, req Request, dir string, env, args []string, progress func(compiled int)) (int, error) {
-	cmd := exec.CommandContext(ctx, req.Go, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = buildCancelDelay
-	pr, pw := io.Pipe()
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-
-	var (
-		mu       sync.Mutex
-		compiled int
-		tail     []string
-	)
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			line := sc.Text()
-			mu.Lock()
-			if isPackageLine(line) {
-				compiled++
-			}
-			tail = append(tail, line)
-			if len(tail) > outputTailLines {
-				tail = tail[len(tail)-outputTailLines:]
-			}
-			mu.Unlock()
-		}
-		io.Copy(io.Discard, pr) // a line too long for the scanner must not block the command
-	}()
-	snapshot := func() (int, []string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return compiled, slices.Clone(tail)
-	}
-
-	if err := cmd.Start(); err != nil {
-		pw.Close()
-		<-scanned
-		return 0, &BuildError{Command: commandLine(req.Go, env, args), Dir: dir, Err: err}
-	}
-	waited := make(chan error, 1)
-	go func() {
-		err := cmd.Wait()
-		pw.Close()
-		waited <- err
-	}()
-	ticker := time.NewTicker(req.ProgressInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case err := <-waited:
-			<-scanned
-			n, lines := snapshot()
-			if err != nil {
-				if ctx.Err() != nil {
-					err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-				}
-				return n, &BuildError{Command: commandLine(req.Go, env, args), Dir: dir, Output: lines, Err: err}
-			}
-			return n, nil
-		case <-ticker.C:
-			n, _ := snapshot()
-			progress(n)
-		}
-	}
-}
-
-// isPackageLine reports whether a line of `go build -v` output names a
-// package being compiled rather than, say, a module being downloaded.
-func isPackageLine(line string) bool {
-	return line != "" && !strings.HasPrefix(line, "go: ") && !strings.HasPrefix(line, "#") &&
-		!strings.ContainsAny(line, " \t:")
-}
-
-func tailLines(s string, n int) []string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return nil
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
-}
-
-// commandLine renders a command as a shell would take it, led by its
-// environment overrides.
-func commandLine(name string, env, args []string) string {
-	parts := make([]string, 0, len(env)+1+len(args))
-	for _, e := range env {
-		parts = append(parts, shellQuote(e))
-	}
-	parts = append(parts, shellQuote(name))
-	for _, a := range args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`;&|<>*?()[]{}!#~") {
-		return s
-	}
-	return strconv.Quote(s)
+	return gocmd.Run(ctx, gocmd.Command{Go: req.Go, Dir: dir, Env: env, Args: args, Progress: progress, ProgressInterval: req.ProgressInterval})
 }

@@ -104,7 +104,7 @@ func recordBuildInfo(ctx context.Context, req Request, binary string) {
 	if err != nil {
 		return
 	}
-	_ = writeBuildInfo(binary, BuildInfo{Module: kubernetesModule, Version: req.Version, Commit: info.commit()})
+	_ = writeBuildInfo(binary, BuildInfo{Module: kubernetesModule, Version: req.Version, Commit: moduleCommit(info)})
 }
 
 // isCommitHash reports whether s is a full git commit hash.
