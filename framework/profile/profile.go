@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
@@ -90,16 +92,177 @@ type DeployedCCM struct {
 	Container string `json:"container,omitempty"`
 }
 
-// BinaryCCM is a CCM started from an executable on this machine.
+// BinaryCCM is a CCM started from an executable on this machine: one the
+// profile names (Path), or one the harness builds from the provider's Go
+// module (Module). Exactly one of the two is set.
 type BinaryCCM struct {
 	// Path to the executable; relative to the profile's directory.
-	Path string `json:"path"`
+	Path string `json:"path,omitempty"`
+	// Module is the provider's CCM as a Go module at a version, which the
+	// harness builds unmodified into its binary cache on first use
+	// (docs/profile.md, "A CCM built from its module").
+	Module *ModuleCCM `json:"module,omitempty"`
 	// Args are passed as they are, after variable expansion. The harness adds
 	// --kubeconfig and --authentication-kubeconfig/--authorization-kubeconfig
 	// unless the args set them, and --secure-port when the args do not.
 	Args []string `json:"args,omitempty"`
 	// Env is added to the harness's own environment.
 	Env map[string]string `json:"env,omitempty"`
+}
+
+// ModuleCCM is a CCM built from its Go module as the module proxy serves
+// it: never edited or patched, with only replace directives copied from
+// the module's own go.mod.
+type ModuleCCM struct {
+	// Path is the module path, e.g. k8s.io/cloud-provider-vsphere.
+	Path string `json:"path"`
+	// Version is a semver release or pseudo-version, e.g. v1.36.0; never a
+	// query such as latest, so that two runs test the same code.
+	Version string `json:"version"`
+	// Package is the CCM's main package, inside the module, e.g.
+	// k8s.io/cloud-provider-vsphere/cmd/vsphere-cloud-controller-manager.
+	Package string `json:"package"`
+	// Replace lists replace directives copied from the module's own
+	// go.mod where the build needs them, each "old => new version" (the
+	// old side may carry a version too), as go.mod writes them. A module
+	// whose go.mod has replaces cannot be built with go install.
+	Replace []string `json:"replace,omitempty"`
+}
+
+// ModuleReplace is one replace directive of ccm.binary.module.replace.
+type ModuleReplace struct {
+	// Old is the module replaced; its version is empty when every version
+	// is.
+	Old module.Version
+	// New is the module and version that replace it.
+	New module.Version
+}
+
+// String writes r as go.mod does: "old [version] => new version".
+func (r ModuleReplace) String() string {
+	old := r.Old.Path
+	if r.Old.Version != "" {
+		old += " " + r.Old.Version
+	}
+	return old + " => " + r.New.Path + " " + r.New.Version
+}
+
+// ParseReplace parses one entry of ccm.binary.module.replace: "old =>
+// new version" or "old version => new version". The new side must name a
+// module and version, since a directory of upstream's repository is not
+// there to copy.
+func ParseReplace(s string) (ModuleReplace, error) {
+	var r ModuleReplace
+	oldSide, newSide, ok := strings.Cut(s, "=>")
+	if !ok || strings.Contains(newSide, "=>") {
+		return r, errors.New(`want "old => new version", as in a go.mod replace directive`)
+	}
+	old, nw := strings.Fields(oldSide), strings.Fields(newSide)
+	switch len(old) {
+	case 1:
+		r.Old = module.Version{Path: old[0]}
+	case 2:
+		r.Old = module.Version{Path: old[0], Version: old[1]}
+	default:
+		return r, errors.New(`want "old => new version", as in a go.mod replace directive`)
+	}
+	if len(nw) != 2 {
+		return r, errors.New(`the new side needs a module path and a version ("old => new version"); a directory cannot be copied from upstream`)
+	}
+	r.New = module.Version{Path: nw[0], Version: nw[1]}
+	if err := module.CheckPath(r.Old.Path); err != nil {
+		return r, err
+	}
+	if r.Old.Version != "" {
+		if err := checkModuleVersion(r.Old); err != nil {
+			return r, err
+		}
+	}
+	if err := checkModuleVersion(r.New); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// checkModuleVersion checks that m names a module at a canonical semver
+// version (a release or a pseudo-version) that fits its path's major
+// version.
+func checkModuleVersion(m module.Version) error {
+	if !isCanonicalVersion(m.Version) {
+		return fmt.Errorf("%s@%s: not a semver release such as v1.36.0 or a pseudo-version", m.Path, m.Version)
+	}
+	return module.Check(m.Path, m.Version)
+}
+
+func isCanonicalVersion(v string) bool {
+	return semver.IsValid(v) && semver.Canonical(v) == strings.TrimSuffix(v, "+incompatible")
+}
+
+// Replaces parses m.Replace; a profile that passed validation parses.
+func (m *ModuleCCM) Replaces() ([]ModuleReplace, error) {
+	out := make([]ModuleReplace, 0, len(m.Replace))
+	for i, s := range m.Replace {
+		r, err := ParseReplace(s)
+		if err != nil {
+			return nil, fmt.Errorf("ccm.binary.module.replace[%d] %q: %w", i, s, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (m *ModuleCCM) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct{ name, value string }{{"path", m.Path}, {"version", m.Version}, {"package", m.Package}} {
+		if strings.Contains(f.value, "${") {
+			errs = append(errs, field.Invalid(path.Child(f.name), f.value, "variables are not expanded here"))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	ppath, vpath, pkgpath := path.Child("path"), path.Child("version"), path.Child("package")
+	switch {
+	case m.Path == "":
+		errs = append(errs, field.Required(ppath, "the CCM's module path, e.g. k8s.io/cloud-provider-vsphere"))
+	default:
+		if err := module.CheckPath(m.Path); err != nil {
+			errs = append(errs, field.Invalid(ppath, m.Path, "not a module path: "+err.Error()))
+		}
+	}
+	switch {
+	case m.Version == "":
+		errs = append(errs, field.Required(vpath, "a release such as v1.36.0 or a pseudo-version"))
+	case !isCanonicalVersion(m.Version):
+		errs = append(errs, field.Invalid(vpath, m.Version, "not a semver release such as v1.36.0 or a pseudo-version; never a query such as latest or a branch, which would let the CCM under test change between runs"))
+	case m.Path != "" && len(errs) == 0:
+		if err := module.Check(m.Path, m.Version); err != nil {
+			errs = append(errs, field.Invalid(vpath, m.Version, err.Error()))
+		}
+	}
+	switch {
+	case m.Package == "":
+		errs = append(errs, field.Required(pkgpath, "the CCM's main package, e.g. k8s.io/cloud-provider-vsphere/cmd/vsphere-cloud-controller-manager"))
+	case m.Package != m.Path && !strings.HasPrefix(m.Package, m.Path+"/"):
+		errs = append(errs, field.Invalid(pkgpath, m.Package, fmt.Sprintf("not a package of module %s", m.Path)))
+	default:
+		if err := module.CheckImportPath(m.Package); err != nil {
+			errs = append(errs, field.Invalid(pkgpath, m.Package, "not an import path: "+err.Error()))
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range m.Replace {
+		r, err := ParseReplace(s)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("replace").Index(i), s, err.Error()))
+			continue
+		}
+		if seen[r.Old.String()] {
+			errs = append(errs, field.Duplicate(path.Child("replace").Index(i), r.Old.String()))
+		}
+		seen[r.Old.String()] = true
+	}
+	return errs
 }
 
 // ImageCCM is a CCM started from a container image. On the local cluster
@@ -395,8 +558,13 @@ func (c *CCM) validate(path *field.Path) field.ErrorList {
 		return errs
 	}
 	bpath := path.Child("binary")
-	if c.Binary.Path == "" {
-		errs = append(errs, field.Required(bpath.Child("path"), "the CCM executable"))
+	switch {
+	case c.Binary.Path == "" && c.Binary.Module == nil:
+		errs = append(errs, field.Required(bpath.Child("path"), "the CCM executable, or ccm.binary.module to build it from its Go module"))
+	case c.Binary.Path != "" && c.Binary.Module != nil:
+		errs = append(errs, field.Forbidden(bpath.Child("module"), "ccm.binary.path and ccm.binary.module are exclusive: name the executable or the module to build it from"))
+	case c.Binary.Module != nil:
+		errs = append(errs, c.Binary.Module.validate(bpath.Child("module"))...)
 	}
 	errs = append(errs, validateVariables(bpath.Child("path"), []string{c.Binary.Path})...)
 	errs = append(errs, validateVariables(bpath.Child("args"), c.Binary.Args)...)

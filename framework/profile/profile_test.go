@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/module"
 )
 
 func TestLoadValid(t *testing.T) {
@@ -50,6 +52,32 @@ func TestLoadValid(t *testing.T) {
 		{"valid-image-digest.yaml", func(t *testing.T, p *Profile) {
 			if p.CCM.Image == nil || !strings.Contains(p.CCM.Image.Reference, "@sha256:") {
 				t.Errorf("image CCM = %+v", p.CCM.Image)
+			}
+		}},
+		{"valid-module.yaml", func(t *testing.T, p *Profile) {
+			m := p.CCM.Binary.Module
+			if m == nil || p.CCM.Binary.Path != "" {
+				t.Fatalf("binary CCM = %+v, want a module and no path", p.CCM.Binary)
+			}
+			if m.Path != "k8s.io/cloud-provider-vsphere" || m.Version != "v1.36.0" || m.Package != "k8s.io/cloud-provider-vsphere/cmd/vsphere-cloud-controller-manager" {
+				t.Errorf("module = %+v", m)
+			}
+			rs, err := m.Replaces()
+			const testlabels = "github.com/vmware-tanzu/vm-operator/pkg/constants/testlabels"
+			want := ModuleReplace{Old: module.Version{Path: testlabels}, New: module.Version{Path: testlabels, Version: "v1.9.1-0.20251029150609-93918c59a719"}}
+			if err != nil || len(rs) != 1 || rs[0] != want {
+				t.Errorf("Replaces = %v, %v; want [%v]", rs, err, want)
+			}
+			if rs[0].String() != m.Replace[0] {
+				t.Errorf("String = %q, want the profile's %q", rs[0].String(), m.Replace[0])
+			}
+			if args, _, field := p.CCM.Command(); field != "ccm.binary" || len(args) != 2 {
+				t.Errorf("Command = %v, %q", args, field)
+			}
+		}},
+		{"valid-module-pseudo-version.yaml", func(t *testing.T, p *Profile) {
+			if m := p.CCM.Binary.Module; m == nil || m.Version != "v2.0.1-0.20251029150609-93918c59a719" || len(m.Replace) != 0 {
+				t.Errorf("module = %+v", m)
 			}
 		}},
 		{"valid-full.yaml", func(t *testing.T, p *Profile) {
@@ -113,6 +141,16 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-image-unknown-variable.yaml", []string{"ccm.image.env[ENDPOINT]", "${PORT}"}},
 		{"invalid-image-unknown-field.yaml", []string{`unknown field "ccm.image.ref"`}},
 		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
+		{"invalid-binary-empty.yaml", []string{"ccm.binary.path: Required value", "ccm.binary.module"}},
+		{"invalid-module-and-path.yaml", []string{"ccm.binary.module: Forbidden", "ccm.binary.path and ccm.binary.module are exclusive"}},
+		{"invalid-module-latest.yaml", []string{"ccm.binary.module.version", `"latest"`, "never", "v1.36.0"}},
+		{"invalid-module-short-version.yaml", []string{"ccm.binary.module.version", `"v1.36"`}},
+		{"invalid-module-wrong-major.yaml", []string{"ccm.binary.module.version", `"v2.1.0"`, "should be v0 or v1"}},
+		{"invalid-module-package-outside.yaml", []string{"ccm.binary.module.package", "not a package of module k8s.io/cloud-provider-vsphere"}},
+		{"invalid-module-no-package.yaml", []string{"ccm.binary.module.package: Required value"}},
+		{"invalid-module-replace-directory.yaml", []string{"ccm.binary.module.replace[0]", "a directory cannot be copied from upstream"}},
+		{"invalid-module-replace-syntax.yaml", []string{"ccm.binary.module.replace[0]", `"old => new version"`}},
+		{"invalid-module-variable.yaml", []string{"ccm.binary.module.version", "variables are not expanded here"}},
 		{"invalid-not-yaml.yaml", []string{"not valid YAML"}},
 		{"invalid-wrong-apiversion.yaml", []string{"apiVersion", "ccm-conformance.dev/v1alpha1"}},
 	}
@@ -160,6 +198,34 @@ func TestEveryTimeoutHasADefault(t *testing.T) {
 	for _, n := range TimeoutNames() {
 		if DefaultTimeout(n) <= 0 {
 			t.Errorf("timeout %s has no positive default", n)
+		}
+	}
+}
+
+func TestParseReplace(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string // String() of the result; "" when an error is expected
+		wantErr string
+	}{
+		{in: "a.example/x => a.example/x v1.2.3", want: "a.example/x => a.example/x v1.2.3"},
+		{in: "  a.example/x v1.0.0   =>  b.example/y v0.0.0-20251029150609-93918c59a719 ", want: "a.example/x v1.0.0 => b.example/y v0.0.0-20251029150609-93918c59a719"},
+		{in: "a.example/x => ./x", wantErr: "a directory cannot be copied"},
+		{in: "a.example/x a.example/x v1.2.3", wantErr: `"old => new version"`},
+		{in: "a.example/x => b.example/y v1 => c", wantErr: `"old => new version"`},
+		{in: "a.example/x => b.example/y latest", wantErr: "b.example/y"},
+		{in: "a.example/x v1 => b.example/y v1.0.0", wantErr: "a.example/x"},
+	}
+	for _, tt := range tests {
+		r, err := ParseReplace(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseReplace(%q) = %v, %v; want an error containing %q", tt.in, r, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || r.String() != tt.want {
+			t.Errorf("ParseReplace(%q) = %q, %v; want %q", tt.in, r.String(), err, tt.want)
 		}
 	}
 }
