@@ -1,0 +1,3 @@
+module example.com/another
+
+go 1.25.0

@@ -1,0 +1,2 @@
+module example.com/ccm/v2
+require (
