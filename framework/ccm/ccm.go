@@ -1,5 +1,6 @@
 // Package ccm starts and stops the cloud-controller-manager under test when
-// the harness runs it as a local process.
+// the harness runs it as a local process, and reads what a CCM executable's
+// Go build info says of the module it was built from (buildinfo.go).
 package ccm
 
 import (
