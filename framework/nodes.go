@@ -71,6 +71,9 @@ func Ready(node *corev1.Node) bool {
 // ProvidedNodeIPs returns the IPs of the alpha.kubernetes.io/provided-node-ip
 // annotation, or nil.
 func ProvidedNodeIPs(node *corev1.Node) []string {
+	if node == nil {
+		return nil
+	}
 	v, ok := node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr]
 	if !ok || v == "" {
 		return nil
@@ -79,27 +82,69 @@ func ProvidedNodeIPs(node *corev1.Node) []string {
 }
 
 // ExpectedAddresses is what a conformant CCM puts in a node's
-// status.addresses, given the instance's addresses in the cloud and the
-// kubelet's provided node IPs (KEP-3705): without node IPs, the cloud's
-// list; with them, what k8s.io/cloud-provider's node controller makes of
-// them, by calling the same helper (node/helpers.GetNodeAddressesFromNodeIP):
-// each node IP (with the type the cloud gives it) first, in the
-// annotation's order, then every cloud address of another type. A node IP
-// the cloud does not report is an error: the CCM must not initialize such a
-// node.
-func ExpectedAddresses(cloud []clouddriver.Address, provided []string) ([]corev1.NodeAddress, error) {
-	out := make([]corev1.NodeAddress, len(cloud))
-	for i, a := range cloud {
-		out[i] = corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address}
+// status.addresses, given the instance's addresses in the cloud and what the
+// kubelet registered the node with. It is built as k8s.io/cloud-provider's
+// node controller builds it (controllers/node/node_controller.go,
+// updateNodeAddress, v0.37.2):
+//   - the cloud's addresses;
+//   - when the cloud reports no Hostname address, the kubelet's Hostname
+//     address is kept (the kubelet with --cloud-provider=external always
+//     registers one: its hostname, which is also its kubernetes.io/hostname
+//     label, see KubeletHostname);
+//   - with node IPs (the alpha.kubernetes.io/provided-node-ip annotation,
+//     KEP-3705), what node/helpers.GetNodeAddressesFromNodeIP makes of that
+//     list: each node IP (with the type the cloud gives it) first, in the
+//     annotation's order, then every address of another type. A node IP the
+//     cloud does not report is an error: the CCM must not initialize such a
+//     node.
+func ExpectedAddresses(cloud []clouddriver.Address, kubelet KubeletRegistration) ([]corev1.NodeAddress, error) {
+	out := make([]corev1.NodeAddress, 0, len(cloud)+1)
+	hasHostname := false
+	for _, a := range cloud {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
+		hasHostname = hasHostname || a.Type == string(corev1.NodeHostName)
 	}
-	if len(provided) == 0 {
+	if !hasHostname && kubelet.Hostname != "" {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: kubelet.Hostname})
+	}
+	if len(kubelet.NodeIPs) == 0 {
 		return out, nil
 	}
-	want, err := nodehelpers.GetNodeAddressesFromNodeIP(strings.Join(provided, ","), out)
+	want, err := nodehelpers.GetNodeAddressesFromNodeIP(strings.Join(kubelet.NodeIPs, ","), out)
 	if err != nil {
-		return nil, fmt.Errorf("node IPs %s against the instance's addresses [%s]: %w", strings.Join(provided, ","), FormatAddresses(cloud), err)
+		return nil, fmt.Errorf("node IPs %s against the instance's addresses [%s]: %w", strings.Join(kubelet.NodeIPs, ","), FormatAddresses(cloud), err)
 	}
 	return want, nil
+}
+
+// KubeletRegistration is what a kubelet with --cloud-provider=external puts
+// on its Node that the node controller builds the addresses on.
+type KubeletRegistration struct {
+	// Hostname is the kubelet's Hostname address; "" when it registered
+	// none.
+	Hostname string
+	// NodeIPs are its --node-ip values, from the provided-node-ip
+	// annotation; nil without one.
+	NodeIPs []string
+}
+
+// RegisteredBy returns what the node's kubelet registered it with: its node
+// IPs from the annotation and its hostname from the kubernetes.io/hostname
+// label. The label, not status.addresses, is read: the kubelet sets the label
+// to the hostname it also registers as the Hostname address
+// (pkg/kubelet/kubelet_node_status.go, initialNode; nodestatus.NodeAddress),
+// and a CCM cannot be judged by addresses it wrote itself.
+func RegisteredBy(node *corev1.Node) KubeletRegistration {
+	return KubeletRegistration{Hostname: KubeletHostname(node), NodeIPs: ProvidedNodeIPs(node)}
+}
+
+// KubeletHostname is the hostname the node's kubelet registered with (its
+// kubernetes.io/hostname label), or "".
+func KubeletHostname(node *corev1.Node) string {
+	if node == nil {
+		return ""
+	}
+	return node.Labels[corev1.LabelHostname]
 }
 
 // FormatAddresses renders addresses as "InternalIP=10.0.0.1, Hostname=n1".

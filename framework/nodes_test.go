@@ -21,22 +21,37 @@ func TestExpectedAddresses(t *testing.T) {
 		addr("ExternalIP", "203.0.113.1"),
 		addr("Hostname", "n1"),
 	}
+	// A cloud that reports no Hostname address, as the vSphere CCM's and
+	// many others' do: k8s.io/cloud-provider v0.37.2's node controller
+	// (controllers/node/node_controller.go, updateNodeAddress) then keeps
+	// the kubelet's Hostname address, appended after the cloud's, before
+	// the node IPs are applied.
+	noHostname := []clouddriver.Address{
+		addr("InternalIP", "10.0.0.1"),
+		addr("InternalIP", "10.0.0.2"),
+		addr("ExternalIP", "203.0.113.1"),
+	}
 	tests := []struct {
-		name     string
-		provided []string
-		want     string
-		wantErr  string
+		name    string
+		cloud   []clouddriver.Address
+		kubelet KubeletRegistration
+		want    string
+		wantErr string
 	}{
-		{"no node IP keeps the cloud's list", nil, "InternalIP=10.0.0.1, InternalIP=10.0.0.2, InternalIP=fd00::1, ExternalIP=203.0.113.1, Hostname=n1", ""},
-		{"secondary IPv4 becomes the only InternalIP", []string{"10.0.0.2"}, "InternalIP=10.0.0.2, ExternalIP=203.0.113.1, Hostname=n1", ""},
-		{"IPv6", []string{"fd00::1"}, "InternalIP=fd00::1, ExternalIP=203.0.113.1, Hostname=n1", ""},
-		{"dual-stack keeps the annotation's order", []string{"fd00::1", "10.0.0.1"}, "InternalIP=fd00::1, InternalIP=10.0.0.1, ExternalIP=203.0.113.1, Hostname=n1", ""},
-		{"external node IP drops the other externals only", []string{"203.0.113.1"}, "ExternalIP=203.0.113.1, InternalIP=10.0.0.1, InternalIP=10.0.0.2, InternalIP=fd00::1, Hostname=n1", ""},
-		{"unknown IP is an error", []string{"192.0.2.7"}, "", "192.0.2.7"},
+		{"no node IP keeps the cloud's list", cloud, KubeletRegistration{}, "InternalIP=10.0.0.1, InternalIP=10.0.0.2, InternalIP=fd00::1, ExternalIP=203.0.113.1, Hostname=n1", ""},
+		{"secondary IPv4 becomes the only InternalIP", cloud, KubeletRegistration{NodeIPs: []string{"10.0.0.2"}}, "InternalIP=10.0.0.2, ExternalIP=203.0.113.1, Hostname=n1", ""},
+		{"IPv6", cloud, KubeletRegistration{NodeIPs: []string{"fd00::1"}}, "InternalIP=fd00::1, ExternalIP=203.0.113.1, Hostname=n1", ""},
+		{"dual-stack keeps the annotation's order", cloud, KubeletRegistration{NodeIPs: []string{"fd00::1", "10.0.0.1"}}, "InternalIP=fd00::1, InternalIP=10.0.0.1, ExternalIP=203.0.113.1, Hostname=n1", ""},
+		{"external node IP drops the other externals only", cloud, KubeletRegistration{NodeIPs: []string{"203.0.113.1"}}, "ExternalIP=203.0.113.1, InternalIP=10.0.0.1, InternalIP=10.0.0.2, InternalIP=fd00::1, Hostname=n1", ""},
+		{"unknown IP is an error", cloud, KubeletRegistration{NodeIPs: []string{"192.0.2.7"}}, "", "192.0.2.7"},
+		{"the cloud's Hostname wins over the kubelet's", cloud, KubeletRegistration{Hostname: "kubelet-name"}, "InternalIP=10.0.0.1, InternalIP=10.0.0.2, InternalIP=fd00::1, ExternalIP=203.0.113.1, Hostname=n1", ""},
+		{"without a cloud Hostname the kubelet's is kept, last", noHostname, KubeletRegistration{Hostname: "n1"}, "InternalIP=10.0.0.1, InternalIP=10.0.0.2, ExternalIP=203.0.113.1, Hostname=n1", ""},
+		{"the kept Hostname follows the node IPs", noHostname, KubeletRegistration{Hostname: "n1", NodeIPs: []string{"10.0.0.2"}}, "InternalIP=10.0.0.2, ExternalIP=203.0.113.1, Hostname=n1", ""},
+		{"no Hostname anywhere adds none", noHostname, KubeletRegistration{}, "InternalIP=10.0.0.1, InternalIP=10.0.0.2, ExternalIP=203.0.113.1", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ExpectedAddresses(cloud, tt.provided)
+			got, err := ExpectedAddresses(tt.cloud, tt.kubelet)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -50,6 +65,21 @@ func TestExpectedAddresses(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", s, tt.want)
 			}
 		})
+	}
+}
+
+func TestRegisteredBy(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        "n1",
+		Labels:      map[string]string{corev1.LabelHostname: "n1.example"},
+		Annotations: map[string]string{"alpha.kubernetes.io/provided-node-ip": "10.0.0.2,fd00::2"},
+	}}
+	got := RegisteredBy(n)
+	if got.Hostname != "n1.example" || fmt.Sprint(got.NodeIPs) != "[10.0.0.2 fd00::2]" {
+		t.Errorf("RegisteredBy = %+v, want the hostname label and both node IPs", got)
+	}
+	if got := RegisteredBy(nil); got.Hostname != "" || got.NodeIPs != nil {
+		t.Errorf("RegisteredBy(nil) = %+v, want nothing", got)
 	}
 }
 
@@ -126,7 +156,7 @@ func BenchmarkExpectedAddresses(b *testing.B) {
 	cloud = append(cloud, addr("Hostname", "n1"))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ExpectedAddresses(cloud, []string{"10.0.0.15"}); err != nil {
+		if _, err := ExpectedAddresses(cloud, KubeletRegistration{NodeIPs: []string{"10.0.0.15"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -92,10 +92,11 @@ func declare(f *framework.Framework) {
 		}
 
 		expectNodeIPsHonoured := func(ctx context.Context, m *framework.Machine, nodeIPs []string) {
-			want, err := framework.ExpectedAddresses(m.Instance.Addresses, nodeIPs)
-			Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
 				n, err := v.Node(m.Name)
+				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
+				registered := framework.KubeletRegistration{Hostname: framework.KubeletHostname(n), NodeIPs: nodeIPs}
+				want, err := framework.ExpectedAddresses(m.Instance.Addresses, registered)
 				g.Expect(err).NotTo(HaveOccurred(), "node %s", m.Name)
 				g.Expect(framework.Uninitialized(n)).To(BeFalse(), func() string {
 					// Built only when the wait gives up: it reads events and logs.

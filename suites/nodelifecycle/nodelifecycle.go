@@ -319,7 +319,7 @@ func declare(f *framework.Framework) {
 					g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the instance of node %s", m.name)
 					n, err := f.View().Node(m.name)
 					g.Expect(err).NotTo(HaveOccurred(), "node %s", m.name)
-					want, err := framework.ExpectedAddresses(inst.Addresses, framework.ProvidedNodeIPs(n))
+					want, err := framework.ExpectedAddresses(inst.Addresses, framework.RegisteredBy(n))
 					g.Expect(err).NotTo(HaveOccurred(), "node %s after its instance started again", m.name)
 					g.Expect(framework.SameAddressSet(n.Status.Addresses, want)).To(BeTrue(),
 						"node %s after its instance started again: expected addresses [%s] (from the cloud), saw [%s]",
