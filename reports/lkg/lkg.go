@@ -113,6 +113,8 @@ type RunVerdict struct {
 	HarnessError string `json:"harnessError,omitempty"`
 	// LabelFilter is the label filter that narrowed the run, if any.
 	LabelFilter string `json:"labelFilter,omitempty"`
+	// Leftovers name what the run left behind (specs.json's leftovers).
+	Leftovers []string `json:"leftovers,omitempty"`
 	// Missing lists the release-blocking specs of claimed capabilities
 	// that did not run (skipped, or left out by the label filter).
 	Missing []string `json:"missing,omitempty"`
@@ -125,13 +127,20 @@ type RunVerdict struct {
 // skipped) is partial unless one of them failed.
 func Judge(r *store.Run) RunVerdict {
 	v := RunVerdict{Build: r.Build, Started: r.Started, Finished: r.Finished, Pair: Pair{r.KubernetesVersion, r.KubernetesCommit, r.CCMDigest}}
-	switch {
-	case r.Result == prow.ResultAborted:
-		v.Verdict, v.Reason = VerdictNone, "interrupted"
-		return v
-	case r.Specs == nil:
+	if r.Specs == nil {
 		v.Verdict, v.Reason = VerdictNone, "no "+prow.SpecsFile
+		if r.Result == prow.ResultAborted {
+			v.Reason = "interrupted"
+		}
 		return v
+	}
+	// An interrupted run (a job's deadline, a SIGTERM) is judged by the
+	// specs it finished: one that ran to its end and failed is as red as
+	// in a complete run; one the interrupt cut short says nothing.
+	interrupted := r.Result == prow.ResultAborted || r.Specs.Interrupted
+	failed := prow.SpecRecord.Failed
+	if interrupted {
+		failed = prow.SpecRecord.FailedToEnd
 	}
 	v.LabelFilter = r.Specs.LabelFilter
 	if v.LabelFilter == "" {
@@ -149,7 +158,7 @@ func Judge(r *store.Run) RunVerdict {
 	passed := 0
 	for _, s := range blocking {
 		switch {
-		case s.Failed():
+		case failed(s):
 			v.Failed = append(v.Failed, s.Text)
 		case s.Passed():
 			passed++
@@ -160,22 +169,37 @@ func Judge(r *store.Run) RunVerdict {
 	// A failed suite-level node (BeforeSuite) fails the run, whatever its
 	// labels.
 	for _, s := range r.Specs.Specs {
-		if s.Node != "" && s.Failed() && !contains(v.Failed, s.Text) {
+		if s.Node != "" && failed(s) && !contains(v.Failed, s.Text) {
 			v.Failed = append(v.Failed, s.Text)
 		}
+	}
+	v.Leftovers = r.Specs.Leftovers
+	if r.Specs.HarnessError != "" {
+		v.HarnessError = firstLine(r.Specs.HarnessError)
 	}
 	switch {
 	case r.Specs.HarnessErrorClass == prow.HarnessErrorDriver:
 		// The cloud driver broke its protocol: the run says nothing about
 		// the CCM, so it counts against neither side of the pair.
 		v.Verdict, v.Reason = VerdictNone, "cloud driver failed: "+firstLine(r.Specs.HarnessError)
-	case r.Specs.HarnessError != "" && !r.Specs.Interrupted:
-		v.HarnessError = firstLine(r.Specs.HarnessError)
-		v.Verdict, v.Reason = VerdictFail, "harness error: "+v.HarnessError
-	case len(v.Failed) > 0:
-		v.Verdict, v.Reason = VerdictFail, fmt.Sprintf("%d release-blocking spec(s) failed: %s", len(v.Failed), strings.Join(v.Failed, "; "))
-	case r.Specs.Interrupted:
+	case len(v.Failed) > 0 || len(v.Leftovers) > 0:
+		// Failed specs and leftovers are the CCM's, and both are named,
+		// whichever the run's error was about.
+		var parts []string
+		if interrupted {
+			parts = append(parts, "interrupted")
+		}
+		if len(v.Failed) > 0 {
+			parts = append(parts, fmt.Sprintf("%d release-blocking spec(s) failed: %s", len(v.Failed), strings.Join(v.Failed, "; ")))
+		}
+		if len(v.Leftovers) > 0 {
+			parts = append(parts, fmt.Sprintf("left %d thing(s) behind: %s", len(v.Leftovers), strings.Join(v.Leftovers, "; ")))
+		}
+		v.Verdict, v.Reason = VerdictFail, strings.Join(parts, "; ")
+	case interrupted:
 		v.Verdict, v.Reason = VerdictNone, "interrupted"
+	case r.Specs.HarnessError != "":
+		v.Verdict, v.Reason = VerdictFail, "harness error: "+v.HarnessError
 	case v.LabelFilter != "" || len(v.Missing) > 0:
 		v.Verdict, v.Reason = VerdictPartial, partialReason([]string{v.LabelFilter}, v.Missing)
 	case passed == 0:

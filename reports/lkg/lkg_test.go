@@ -115,12 +115,32 @@ func TestJudge(t *testing.T) {
 	filteredOut.Specs.Specs = append(filteredOut.Specs.Specs, prow.SpecRecord{Suite: "nodelifecycle", Text: "[nodelifecycle] deletes the Node of a deleted instance",
 		Labels: []string{"NodeLifecycle", ReleaseBlockingLabel}, State: "skipped"})
 
+	// Interrupted after a release-blocking spec had failed to its end (a
+	// CCM that never provisions makes the job time out): fail.
+	abortedAfterFailure := s.run("p", k37a, time.Hour, "abort")
+	abortedAfterFailure.Specs.Specs = append([]prow.SpecRecord{{Suite: "loadbalancer", Text: "[loadbalancer] provisions a load balancer",
+		Labels: []string{"LoadBalancer", ReleaseBlockingLabel}, State: "failed"}}, abortedAfterFailure.Specs.Specs...)
+	// Interrupted after a release-blocking spec had passed: says nothing.
+	abortedAfterPass := s.run("p", k37a, time.Hour, "abort")
+	abortedAfterPass.Specs.Specs = append([]prow.SpecRecord{{Suite: "loadbalancer", Text: "[loadbalancer] provisions a load balancer",
+		Labels: []string{"LoadBalancer", ReleaseBlockingLabel}, State: "passed"}}, abortedAfterPass.Specs.Specs...)
+	// Every spec passed, but a load balancer stayed behind.
+	leaked := s.run("p", k37a, time.Hour, "pass")
+	leaked.Specs.Leftovers = []string{"cloud load balancer lb-0003 (of Service ns/web)"}
+	leaked.Specs.HarnessError = "the specs left 1 thing(s) behind"
+	leakedAndFailed := s.run("p", k37a, time.Hour, "fail")
+	leakedAndFailed.Specs.Leftovers = []string{"cloud route r-0001"}
+
 	tests := []struct {
 		name       string
 		run        *store.Run
 		want       Verdict
 		wantReason string
 	}{
+		{"interrupted after a release-blocking spec failed", abortedAfterFailure, VerdictFail, "interrupted; 1 release-blocking spec(s) failed: [loadbalancer] provisions a load balancer"},
+		{"interrupted after a release-blocking spec passed", abortedAfterPass, VerdictNone, "interrupted"},
+		{"leftovers fail a run whose specs passed", leaked, VerdictFail, "left 1 thing(s) behind: cloud load balancer lb-0003 (of Service ns/web)"},
+		{"leftovers are named beside a failed spec", leakedAndFailed, VerdictFail, "1 release-blocking spec(s) failed: [nodeaddress] initializes nodes; left 1 thing(s) behind: cloud route r-0001"},
 		{"release-blocking spec passed, another failed", s.run("p", k37a, time.Hour, "pass"), VerdictPass, ""},
 		{"release-blocking spec failed", s.run("p", k37a, time.Hour, "fail"), VerdictFail, "[nodeaddress] initializes nodes"},
 		{"harness error", s.run("p", k37a, time.Hour, "harness"), VerdictFail, "etcd did not start"},

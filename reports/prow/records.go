@@ -143,6 +143,10 @@ type SpecRecords struct {
 	// LabelFilter is the ginkgo label filter that narrowed the run, if
 	// any (also in metadata.json as label-filter).
 	LabelFilter string `json:"labelFilter,omitempty"`
+	// Leftovers name what the run left behind in the cluster or the cloud
+	// once its specs were done ("cloud load balancer lb-0003"), whether or
+	// not a spec also failed; the LKG rules fail a run that leaked.
+	Leftovers []string `json:"leftovers,omitempty"`
 	// Specs are the specs in the order they ran; suite-level nodes
 	// (BeforeSuite and the like) appear only when they failed.
 	Specs []SpecRecord `json:"specs"`
@@ -182,6 +186,17 @@ func (s SpecRecord) Passed() bool { return s.State == "passed" }
 func (s SpecRecord) Failed() bool {
 	switch s.State {
 	case "failed", "panicked", "interrupted", "aborted", "timedout":
+		return true
+	}
+	return false
+}
+
+// FailedToEnd reports whether the spec ran to its end and failed (failed,
+// panicked or timed out). A spec that an interrupt or an abort cut short
+// did not: its state says nothing about the CCM.
+func (s SpecRecord) FailedToEnd() bool {
+	switch s.State {
+	case "failed", "panicked", "timedout":
 		return true
 	}
 	return false

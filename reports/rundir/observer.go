@@ -82,7 +82,7 @@ func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *ru
 	if err := writeJUnit(filepath.Join(o.dir, prow.ArtifactsDir), report, runErr, interrupted); err != nil {
 		errs = append(errs, err)
 	}
-	specs := specRecords(info, report, runErr, interrupted)
+	specs := specRecords(info, report, res, runErr, interrupted)
 	if err := prow.WriteJSON(filepath.Join(o.dir, prow.SpecsFile), specs); err != nil {
 		errs = append(errs, err)
 	}
@@ -151,7 +151,7 @@ func runMetadata(info runner.RunInfo) map[string]any {
 }
 
 // specRecords turns the ginkgo report into specs.json.
-func specRecords(info runner.RunInfo, report types.Report, runErr error, interrupted bool) prow.SpecRecords {
+func specRecords(info runner.RunInfo, report types.Report, res *runner.Result, runErr error, interrupted bool) prow.SpecRecords {
 	out := prow.SpecRecords{
 		Version: prow.SpecsVersion, Provider: info.Provider, Interrupted: interrupted,
 		Capabilities: info.Capabilities, LabelFilter: info.LabelFilter, Specs: []prow.SpecRecord{},
@@ -159,6 +159,9 @@ func specRecords(info runner.RunInfo, report types.Report, runErr error, interru
 	if runErr != nil {
 		out.HarnessError = runErr.Error()
 		out.HarnessErrorClass = runner.ErrorClass(runErr)
+	}
+	if res != nil {
+		out.Leftovers = res.Leftovers
 	}
 	for _, s := range report.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt && !s.State.Is(types.SpecStateFailureStates) {

@@ -97,6 +97,20 @@ func TestObserver(t *testing.T) {
 			golden:      "failed",
 		},
 		{
+			// Every spec passed, and a load balancer stayed behind:
+			// specs.json names it, for the LKG rules.
+			name: "leaked",
+			report: report(
+				spec("loadbalancer", "deletes the load balancer", []string{"LoadBalancer", "ReleaseBlocking"}, types.SpecStatePassed, time.Second),
+			),
+			res:         &runner.Result{Passed: 1, Leftovers: []string{"cloud load balancer lb-0003 (of Service ns/web)"}},
+			err:         &runner.LeakError{Leftovers: []string{"cloud load balancer lb-0003 (of Service ns/web)"}, Waited: 30 * time.Second},
+			wantResult:  prow.ResultFailure,
+			wantJUnit:   []string{"junit_harness_01.xml", "junit_loadbalancer_01.xml"},
+			wantFailing: 1,
+			golden:      "leaked",
+		},
+		{
 			name:        "setup failed",
 			err:         &runner.SetupError{Step: "local cluster", Err: errors.New("etcd did not start")},
 			wantResult:  prow.ResultFailure,
