@@ -37,10 +37,15 @@ type Checked struct {
 	// Image is what the local Docker engine knows of ccm.image; nil when
 	// the profile names none.
 	Image *ccm.ImageInfo
+	// CCMBinary is the CCM executable (CCMExecutable), which Run sets
+	// once it has built a ccm.binary.module, before any cluster starts;
+	// CheckProfile leaves it "", since it never builds.
+	CCMBinary string
 }
 
 // CheckProfile checks a profile and everything it names that can be checked
-// before anything starts: the profile's fields, the executables it runs,
+// before anything starts: the profile's fields (of a ccm.binary.module only
+// the fields: it is not built here, see CCMExecutable), the executables it runs,
 // the CCM's image (in the local Docker engine, which must be reachable),
 // the leader migration configuration, and the cloud driver's handshake
 // (`info`). Every problem is an *InputError whose message is one line that
@@ -53,7 +58,7 @@ func CheckProfile(ctx context.Context, opts CheckOptions) (*Checked, error) {
 	if err != nil {
 		return nil, &InputError{err}
 	}
-	if b := p.CCM.Binary; b != nil {
+	if b := p.CCM.Binary; b != nil && b.Module == nil {
 		if err := checkExecutable(p.ResolvePath(b.Path)); err != nil {
 			return nil, &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
 		}

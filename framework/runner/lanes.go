@@ -62,6 +62,10 @@ type Lane struct {
 	// CCMImageID is the image ID the coordinator found for ccm.image, so
 	// that every lane runs the image the results name.
 	CCMImageID string `json:"ccmImageID,omitempty"`
+	// CCMBinary is the CCM executable the coordinator resolved (and, for
+	// ccm.binary.module, built), so that every lane runs the binary the
+	// results name.
+	CCMBinary string `json:"ccmBinary,omitempty"`
 }
 
 // LaneFlag is the flag that makes a program a lane's worker; its value is
@@ -185,9 +189,17 @@ func runLane(ctx context.Context, opts Options, checked *Checked) error {
 		pinned.ID = lane.CCMImageID
 		image = &pinned
 	}
+	ccmBinary := lane.CCMBinary
+	if ccmBinary == "" && p.CCM.Binary != nil {
+		var err error
+		if ccmBinary, err = CCMExecutable(ctx, p, opts.progressOut()); err != nil {
+			return err
+		}
+	}
 	w := &world{
 		profile:   p,
 		image:     image,
+		ccmBinary: ccmBinary,
 		runID:     lane.RunID,
 		worldName: fmt.Sprintf("lane-%d", lane.Index),
 		backend:   opts.Backend,
@@ -252,6 +264,7 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 		if checked.Image != nil {
 			lanes[i].CCMImageID = checked.Image.ID
 		}
+		lanes[i].CCMBinary = checked.CCMBinary
 		data, _ := json.Marshal(lanes[i])
 		if err := os.WriteFile(lanes[i].file(), data, 0o644); err != nil {
 			return types.Report{}, &SetupError{Step: "lanes", Err: err}

@@ -39,6 +39,16 @@ type RunInfo struct {
 	// local engine knows no registry digest (ccm.ImageInfo.Digest).
 	CCMImage  string `json:"ccmImage,omitempty"`
 	CCMDigest string `json:"ccmDigest,omitempty"`
+	// CCMModule, CCMModuleSum, CCMCloudProvider and CCMGoVersion are what
+	// the CCM executable's Go build info says (ccm.BinaryInfo): the module
+	// that holds its main package as path@version, that module's h1: sum,
+	// the k8s.io/cloud-provider version it links, and the Go that built
+	// it. They prove which module ran; empty for a CCM that is not a Go
+	// executable the harness starts.
+	CCMModule        string `json:"ccmModule,omitempty"`
+	CCMModuleSum     string `json:"ccmModuleSum,omitempty"`
+	CCMCloudProvider string `json:"ccmCloudProvider,omitempty"`
+	CCMGoVersion     string `json:"ccmGoVersion,omitempty"`
 	// RunID tells this run's containers from others': they carry the
 	// label ccm-conformance.run=RunID.
 	RunID string `json:"runID,omitempty"`

@@ -60,6 +60,10 @@ type Options struct {
 	Suites []framework.Suite
 	// Out receives progress and the summary. Default os.Stdout.
 	Out io.Writer
+	// Progress receives the progress of building the CCM of
+	// ccm.binary.module into the binary cache, which Run does before any
+	// cluster starts (CCMExecutable). Default os.Stderr.
+	Progress io.Writer
 	// HarnessVersion goes into RunInfo.
 	HarnessVersion string
 	// Observers are told when the run starts and ends.
@@ -167,6 +171,17 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if opts.Lane != nil {
 		return nil, runLane(ctx, opts, checked)
 	}
+	// A CCM built from its module is built now, before any cluster: a
+	// cold build takes minutes.
+	if checked.CCMBinary, err = CCMExecutable(ctx, p, opts.progressOut()); err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
+		}
+		return nil, err
+	}
+	if m := p.CCM.Binary; m != nil && m.Module != nil {
+		fmt.Fprintf(opts.Out, "[ccm-conformance] the CCM, built from %s@%s (ccm.binary.module): %s\n", m.Module.Path, m.Module.Version, checked.CCMBinary)
+	}
 	runID, err := newRunID()
 	if err != nil {
 		return nil, &SetupError{Step: "run ID", Err: err}
@@ -186,9 +201,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	for _, c := range p.Capabilities {
 		info.Capabilities = append(info.Capabilities, string(c))
 	}
-	if b := p.CCM.Binary; b != nil {
-		info.CCMBinary = p.ResolvePath(b.Path)
-		info.CCMDigest, _ = fileDigest(info.CCMBinary)
+	if checked.CCMBinary != "" {
+		recordCCMBinary(&info, checked.CCMBinary, opts.Out)
 	}
 	if img := checked.Image; img != nil {
 		info.CCMImage = img.Reference
@@ -263,14 +277,15 @@ func driverName(p *profile.Profile) string {
 // did not come up. The error is a harness error: setup or teardown failed.
 func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunInfo) (types.Report, error) {
 	w := &world{
-		profile: checked.Profile,
-		image:   checked.Image,
-		runID:   info.RunID,
-		backend: opts.Backend,
-		out:     opts.Out,
-		logDir:  filepath.Join(opts.ArtifactsDir, "artifacts", "logs"),
-		info:    *info,
-		echoRef: cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
+		profile:   checked.Profile,
+		image:     checked.Image,
+		ccmBinary: checked.CCMBinary,
+		runID:     info.RunID,
+		backend:   opts.Backend,
+		out:       opts.Out,
+		logDir:    filepath.Join(opts.ArtifactsDir, "artifacts", "logs"),
+		info:      *info,
+		echoRef:   cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
 	}
 	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, seed: info.Seed, out: opts.Out, verbose: true, afterSpecs: opts.AfterSpecs})
 	info.merge(w.info)

@@ -55,6 +55,9 @@ type world struct {
 	// image is what the Docker engine knows of ccm.image; nil for another
 	// kind of CCM.
 	image *ccm.ImageInfo
+	// ccmBinary is the CCM executable of ccm.binary (CCMExecutable): the
+	// profile's path, or the binary built from its module.
+	ccmBinary string
 	// runID is the run's (RunInfo.RunID); worldName is "" for a run in
 	// one world, "lane-N" in a run over lanes. Both name the containers.
 	runID     string
@@ -452,8 +455,7 @@ func (w *world) startCCMInstance(ctx context.Context, name string, e *profile.Ex
 		}
 		w.logf("started %s in container %s (label %s=%s): %s", label, p.Container(), ccm.LabelRun, w.runID, p.CommandLine())
 	} else {
-		b := w.profile.CCM.Binary
-		path, err := e.Expand(b.Path)
+		path, err := e.Expand(w.ccmBinary)
 		if err != nil {
 			return nil, fmt.Errorf("ccm.binary.path: %w", err)
 		}
