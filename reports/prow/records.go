@@ -69,6 +69,20 @@ const (
 	// MetaCCMEnv lists the names (never the values) of the environment
 	// variables the CCM under test got, sorted and comma-separated.
 	MetaCCMEnv = "ccm-env"
+	// MetaCCMModule is the module that holds the CCM executable's main
+	// package, path@version, from its Go build info
+	// (k8s.io/cloud-provider-vsphere@v1.36.0; path@(devel) for a build in
+	// its own source tree): which module ran.
+	MetaCCMModule = "ccm-module"
+	// MetaCCMModuleSum is that module's h1: sum from the build info, when
+	// it has one.
+	MetaCCMModuleSum = "ccm-module-sum"
+	// MetaCCMCloudProvider is the version of k8s.io/cloud-provider the
+	// CCM executable links (v0.36.0).
+	MetaCCMCloudProvider = "ccm-cloud-provider"
+	// MetaCCMGoVersion is the Go release that built the CCM executable
+	// (go1.26.8).
+	MetaCCMGoVersion = "ccm-go-version"
 )
 
 // ColumnHeaderKeys are the metadata keys that head a run's column on

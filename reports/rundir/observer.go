@@ -134,6 +134,10 @@ func runMetadata(info runner.RunInfo) map[string]any {
 	set(prow.MetaCCMBinary, info.CCMBinary)
 	set(prow.MetaCCMDigest, info.CCMDigest)
 	set(prow.MetaCCMImage, info.CCMImage)
+	set(prow.MetaCCMModule, info.CCMModule)
+	set(prow.MetaCCMModuleSum, info.CCMModuleSum)
+	set(prow.MetaCCMCloudProvider, info.CCMCloudProvider)
+	set(prow.MetaCCMGoVersion, info.CCMGoVersion)
 	set(prow.MetaLabelFilter, info.LabelFilter)
 	if info.Seed != 0 {
 		set(prow.MetaSeed, strconv.FormatInt(info.Seed, 10))

@@ -25,6 +25,10 @@ var (
 		KubernetesCommit:  "0123456789abcdef",
 		CCMBinary:         "/bin/reference-ccm",
 		CCMDigest:         "sha256:abcd",
+		CCMModule:         "k8s.io/cloud-provider-vsphere@v1.36.0",
+		CCMModuleSum:      "h1:BzLS2rZW8qh/Yabh9SvWwGpyUiiyraYjrDSHO76sDfY=",
+		CCMCloudProvider:  "v0.36.0",
+		CCMGoVersion:      "go1.26.8",
 		HarnessVersion:    "v0.1.0",
 		Started:           t0,
 		Seed:              4242,
@@ -185,7 +189,8 @@ func TestObserver(t *testing.T) {
 			if *v.Finished.Timestamp != t0.Add(2*time.Minute).Unix() || v.Started.Timestamp != t0.Unix() {
 				t.Errorf("timestamps started %d finished %d", v.Started.Timestamp, *v.Finished.Timestamp)
 			}
-			for k, want := range map[string]string{prow.MetaProvider: "reference", prow.MetaKubernetesVersion: "v1.37.2", prow.MetaJobVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:abcd", prow.MetaHarnessVersion: "v0.1.0", prow.MetaKubernetesCommit: "0123456789abcdef", prow.MetaSeed: "4242"} {
+			for k, want := range map[string]string{prow.MetaProvider: "reference", prow.MetaKubernetesVersion: "v1.37.2", prow.MetaJobVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:abcd", prow.MetaHarnessVersion: "v0.1.0", prow.MetaKubernetesCommit: "0123456789abcdef", prow.MetaSeed: "4242",
+				prow.MetaCCMModule: "k8s.io/cloud-provider-vsphere@v1.36.0", prow.MetaCCMModuleSum: "h1:BzLS2rZW8qh/Yabh9SvWwGpyUiiyraYjrDSHO76sDfY=", prow.MetaCCMCloudProvider: "v0.36.0", prow.MetaCCMGoVersion: "go1.26.8"} {
 				if got := v.Finished.MetaString(k); got != want {
 					t.Errorf("finished.json metadata %s = %q, want %q", k, got, want)
 				}

@@ -31,7 +31,12 @@ type Run struct {
 	KubernetesCommit  string `json:"kubernetesCommit,omitempty"`
 	CCMBinary         string `json:"ccmBinary,omitempty"`
 	CCMDigest         string `json:"ccmDigest,omitempty"`
-	HarnessVersion    string `json:"harnessVersion,omitempty"`
+	// CCMModule and CCMCloudProvider are what the CCM executable's build
+	// info said: the module that ran (path@version) and the
+	// k8s.io/cloud-provider it links.
+	CCMModule        string `json:"ccmModule,omitempty"`
+	CCMCloudProvider string `json:"ccmCloudProvider,omitempty"`
+	HarnessVersion   string `json:"harnessVersion,omitempty"`
 	// Metadata is finished.json's metadata, whole.
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Specs is artifacts/specs.json; nil when the run has none.
@@ -109,6 +114,8 @@ func (s *Store) ReadRun(ctx context.Context, b Build) (*Run, error) {
 	r.KubernetesCommit = finished.MetaString(prow.MetaKubernetesCommit)
 	r.CCMBinary = finished.MetaString(prow.MetaCCMBinary)
 	r.CCMDigest = finished.MetaString(prow.MetaCCMDigest)
+	r.CCMModule = finished.MetaString(prow.MetaCCMModule)
+	r.CCMCloudProvider = finished.MetaString(prow.MetaCCMCloudProvider)
 	r.HarnessVersion = finished.MetaString(prow.MetaHarnessVersion)
 
 	data, err = s.ReadFile(ctx, b, prow.SpecsFile)

@@ -25,7 +25,7 @@ import (
 var t0 = time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
 
 func run(provider string, started time.Time, states ...types.SpecState) storetest.Run {
-	r := storetest.Run{Provider: provider, KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:01", Started: started}
+	r := storetest.Run{Provider: provider, KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:01", CCMModule: "k8s.io/cloud-provider-vsphere@v1.36.0", CCMCloudProvider: "v0.36.0", Started: started}
 	for i, s := range states {
 		r.Specs = append(r.Specs, storetest.Spec{Suite: "nodeaddress", Text: fmt.Sprintf("spec %d", i), Labels: []string{"ReleaseBlocking"}, State: s})
 	}
@@ -92,6 +92,7 @@ func TestPublishAndRead(t *testing.T) {
 			r := snap.Runs[2]
 			if r.Build != builds[1] || r.Provider != "reference" || r.Passed || r.Result != prow.ResultFailure ||
 				r.KubernetesVersion != "v1.37.2" || r.CCMDigest != "sha256:01" || !r.Started.Equal(t0.Add(time.Hour)) ||
+				r.CCMModule != "k8s.io/cloud-provider-vsphere@v1.36.0" || r.CCMCloudProvider != "v0.36.0" ||
 				r.Specs == nil || len(r.Specs.Specs) != 2 {
 				t.Errorf("run read back wrong: %+v", r)
 			}

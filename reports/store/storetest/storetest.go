@@ -47,7 +47,11 @@ type Run struct {
 	KubernetesVersion string
 	KubernetesCommit  string
 	CCMDigest         string
-	Started           time.Time
+	// CCMModule and CCMCloudProvider are what the CCM's build info said
+	// (RunInfo.CCMModule, RunInfo.CCMCloudProvider); default none.
+	CCMModule        string
+	CCMCloudProvider string
+	Started          time.Time
 	// Duration is how long the run took; default one minute.
 	Duration time.Duration
 	Specs    []Spec
@@ -77,6 +81,8 @@ func WriteRunDir(t testing.TB, dir string, r Run) {
 		KubernetesCommit:  r.KubernetesCommit,
 		CCMBinary:         "/bin/" + r.Provider + "-ccm",
 		CCMDigest:         r.CCMDigest,
+		CCMModule:         r.CCMModule,
+		CCMCloudProvider:  r.CCMCloudProvider,
 		HarnessVersion:    "test",
 		Started:           r.Started,
 		Worlds:            r.Worlds,
