@@ -81,6 +81,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newReleaseCheckCommand(stdout),
 		newMatrixCommand(stdout, stderr),
 		newCompareUpstreamCommand(stdout, stderr),
+		newCCMCommand(stdout, stderr),
 	)
 	return root
 }

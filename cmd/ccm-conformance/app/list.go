@@ -26,7 +26,8 @@ With --provider, the profile is checked as 'run' checks it (its cloud driver
 answers its 'info' handshake), and each spec a run on the local cluster
 would skip is marked with the reason the run would give: the missing
 capability, a cloud-driver verb the driver does not implement, or simulated
-machines the driver cannot create.`,
+machines the driver cannot create. A CCM built from its module
+(ccm.binary.module) is checked as fields only and never built here.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {

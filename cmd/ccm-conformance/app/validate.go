@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/internal/ccmbuild"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
 func newValidateCommand(stdout io.Writer) *cobra.Command {
@@ -20,7 +24,11 @@ func newValidateCommand(stdout io.Writer) *cobra.Command {
 its fields, the executables it names (the CCM, the services, the cloud
 driver), the leader migration configuration, and the cloud driver's answer
 to its 'info' handshake. A problem is one line naming the profile and the
-field, with exit code 2.`,
+field, with exit code 2.
+
+A CCM built from its module (ccm.binary.module) is checked as fields only:
+validate-profile never builds it, and says whether the binary cache has it
+yet ('ccm build --provider FILE' builds it; so does the first 'run').`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			checked, err := runner.CheckProfile(context.Background(), runner.CheckOptions{ProfilePath: args[0]})
@@ -33,6 +41,9 @@ field, with exit code 2.`,
 				caps[i] = string(c)
 			}
 			fmt.Fprintf(stdout, "profile %s is valid: provider %q, capabilities %s\n", args[0], p.Name, strings.Join(caps, ", "))
+			if line := moduleCCMNote(p, args[0]); line != "" {
+				fmt.Fprintln(stdout, line)
+			}
 			if img := checked.Image; img != nil {
 				fmt.Fprintf(stdout, "ccm image: %s, image ID %s, user %q\n", img.Reference, img.ID, img.User)
 			}
@@ -48,4 +59,26 @@ field, with exit code 2.`,
 			return nil
 		},
 	}
+}
+
+// moduleCCMNote says where a profile's ccm.binary.module is in the binary
+// cache, or that it is not built yet; "" for another CCM. It never builds.
+func moduleCCMNote(p *profile.Profile, path string) string {
+	req, err := runner.CCMModuleRequest(p)
+	if err != nil {
+		return ""
+	}
+	m := p.CCM.Binary.Module
+	root, err := k8sbin.CacheRoot(nil)
+	if err != nil {
+		return ""
+	}
+	binary, err := ccmbuild.BinaryPath(root, req)
+	if err != nil {
+		return ""
+	}
+	if info, err := os.Stat(binary); err == nil && info.Mode().IsRegular() {
+		return fmt.Sprintf("ccm: %s@%s, built in the cache: %s", m.Path, m.Version, binary)
+	}
+	return fmt.Sprintf("ccm: %s@%s is not built yet (minutes, once): 'ccm-conformance ccm build --provider %s' builds it, and so does the first run", m.Path, m.Version, path)
 }
