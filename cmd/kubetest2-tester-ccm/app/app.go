@@ -11,7 +11,9 @@
 //	KUBETEST2_RUN_ID   the run's id (Prow's job id under Prow)
 //
 // The suites run against that cluster with the CCM the profile names
-// (ccm.deployed for one running in the cluster, or ccm.binary). The junit
+// (ccm.deployed for one running in the cluster, or ccm.binary: a path, or a
+// module the tester builds into the binary cache before the specs, with
+// progress on stderr). The junit
 // files and records go straight into $ARTIFACTS, the tester's keys are
 // merged into $ARTIFACTS/metadata.json, and the exit code is non-zero when
 // a spec or the harness failed. See docs/kubetest2.md.
@@ -86,14 +88,15 @@ func newFlags(o *options, getenv env) *pflag.FlagSet {
 	fs.StringVar(&o.artifacts, "artifacts", getenv(EnvArtifacts), "where junit files, specs.json, timings.json, logs/ and metadata.json go (default $ARTIFACTS, else "+runner.DefaultArtifactsDir+")")
 	fs.StringVar(&o.runDir, "run-dir", "", "keep the complete run directory here, for 'ccm-conformance publish' (default $KUBETEST2_RUN_DIR/ccm-conformance, else a temporary directory that is removed)")
 	fs.StringVar(&o.ccmImage, "ccm-image", "", "the CCM's image, for the results (default: read from the pods of ccm.deployed)")
-	fs.StringVar(&o.ccmDigest, "ccm-digest", "", "the CCM's digest, sha256:... (default: the image digest of the pods of ccm.deployed, or the digest of ccm.binary)")
+	fs.StringVar(&o.ccmDigest, "ccm-digest", "", "the CCM's digest, sha256:... (default: the image digest of the pods of ccm.deployed, or the digest of ccm.binary's executable)")
 	return fs
 }
 
 const usageHead = `kubetest2-tester-ccm runs the CCM conformance suites against the cluster a
 kubetest2 deployer brought up, with the cloud-controller-manager a provider
 profile names: one already running in the cluster (ccm.deployed) or a binary
-the tester starts (ccm.binary).
+the tester starts (ccm.binary: a path, or a Go module it builds unmodified
+into the binary cache first, with progress on stderr).
 
   kubetest2 <deployer> --up --down --test=ccm -- --provider profile.yaml [flags]
 
