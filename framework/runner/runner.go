@@ -172,11 +172,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, runLane(ctx, opts, checked)
 	}
 	// A CCM built from its module is built now, before any cluster: a
-	// cold build takes minutes.
+	// cold build takes minutes. Like bad input, a failed (or interrupted)
+	// build leaves no results: no run started.
 	if checked.CCMBinary, err = CCMExecutable(ctx, p, opts.progressOut()); err != nil {
-		if ctx.Err() != nil {
-			return nil, ErrInterrupted
-		}
 		return nil, err
 	}
 	if m := p.CCM.Binary; m != nil && m.Module != nil {
