@@ -20,6 +20,7 @@ require (
 	github.com/onsi/gomega v1.44.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/vmware/govmomi v0.53.0
 	gocloud.dev v0.49.0
 	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.49.0
