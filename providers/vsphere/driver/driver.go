@@ -1,0 +1,183 @@
+// Package driver is the vSphere provider's side of the cloud driver
+// protocol v1 (docs/cloud-driver.md): one verb per process, request JSON on
+// stdin, response JSON on stdout.
+//
+// The verbs a real vCenter can serve (instances, create, delete, stop,
+// start) use the vSphere API through govmomi, as any vSphere client would;
+// the driver finds VMs with the property collector, never with the
+// SearchIndex the CCM uses, so faults injected into the CCM's lookups never
+// reach it. The verbs only a simulator can serve (set-addresses, faults,
+// the call log) use the simulated vCenter's control channel (package
+// simctl) and are listed only when $VSPHERE_CONTROL_SOCKET names it.
+//
+// The driver reads the CCM's own cloud config ($VSPHERE_CLOUD_CONFIG) for
+// the vCenter, its CA, the datacenter, the tag categories and the address
+// rules, so that it reports an instance as that CCM will see it
+// (mapping.go). It never imports the harness.
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/simctl"
+)
+
+// Environment variables the driver reads.
+const (
+	// ConfigEnv names the CCM's INI cloud config (required for every verb
+	// but info).
+	ConfigEnv = "VSPHERE_CLOUD_CONFIG"
+	// ControlEnv names the simulated vCenter's control socket; without it
+	// the simulator-only verbs are not offered.
+	ControlEnv = "VSPHERE_CONTROL_SOCKET"
+	// UserEnv and PasswordEnv override the cloud config's credentials for
+	// the driver's own session.
+	UserEnv     = "VSPHERE_DRIVER_USER"
+	PasswordEnv = "VSPHERE_DRIVER_PASSWORD"
+)
+
+// UserAgent is the User-Agent of every request the driver makes; the call
+// log leaves those calls out.
+const UserAgent = simctl.DriverUserAgent
+
+// Exit codes.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1
+	ExitNotFound = 3 // the object named in the request does not exist
+)
+
+// ProtocolVersion is the protocol this driver speaks.
+const ProtocolVersion = "v1"
+
+// errNotFound marks errors for which the driver exits with ExitNotFound.
+var errNotFound = errors.New("not found")
+
+// Main runs one driver call: args are the verb words, stdin holds the
+// request. It returns the process exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	resp, err := run(ctx, args, stdin, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "vsphere-cloud-driver %s: %v\n", strings.Join(args, " "), err)
+		if errors.Is(err, errNotFound) {
+			return ExitNotFound
+		}
+		return ExitFailure
+	}
+	if err := json.NewEncoder(stdout).Encode(resp); err != nil {
+		fmt.Fprintf(stderr, "vsphere-cloud-driver %s: writing the response: %v\n", strings.Join(args, " "), err)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+type verb struct {
+	fn func(d *driver, ctx context.Context, request []byte) (any, error)
+	// simulator marks the verbs that need the control channel.
+	simulator bool
+	// vcenter marks the verbs that need a session with the vCenter.
+	vcenter bool
+}
+
+// verbNames lists every verb, in the order info reports them.
+func verbNames() []string {
+	return []string{
+		"info",
+		"instances list", "instance get", "instance create", "instance delete",
+		"instance stop", "instance start", "instance set-addresses",
+		"fault inject", "fault clear",
+		"calls list",
+	}
+}
+
+func verbTable() map[string]verb {
+	return map[string]verb{
+		"info":                   {fn: (*driver).info},
+		"instances list":         {fn: (*driver).listInstances, vcenter: true},
+		"instance get":           {fn: (*driver).getInstance, vcenter: true},
+		"instance create":        {fn: (*driver).createInstance, vcenter: true},
+		"instance delete":        {fn: (*driver).deleteInstance, vcenter: true},
+		"instance stop":          {fn: (*driver).stopInstance, vcenter: true},
+		"instance start":         {fn: (*driver).startInstance, vcenter: true},
+		"instance set-addresses": {fn: (*driver).setAddresses, vcenter: true, simulator: true},
+		"fault inject":           {fn: (*driver).injectFault, simulator: true},
+		"fault clear":            {fn: (*driver).clearFaults, simulator: true},
+		"calls list":             {fn: (*driver).listCalls, simulator: true},
+	}
+}
+
+// offered lists the verbs info reports: the simulator-only ones only with
+// a control channel.
+func offered(getenv func(string) string) []string {
+	table := verbTable()
+	var out []string
+	for _, name := range verbNames() {
+		if !table[name].simulator || getenv(ControlEnv) != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// driver holds what one call needs.
+type driver struct {
+	getenv  func(string) string
+	cfg     *config
+	vc      *vcenter       // nil for verbs that need no vCenter
+	control *simctl.Client // nil without $VSPHERE_CONTROL_SOCKET
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, getenv func(string) string) (any, error) {
+	name := strings.Join(args, " ")
+	v, ok := verbTable()[name]
+	if !ok || !slices.Contains(offered(getenv), name) {
+		return nil, fmt.Errorf("unknown verb %q (known: %s)", name, strings.Join(offered(getenv), ", "))
+	}
+	request, err := io.ReadAll(stdin)
+	if err != nil {
+		return nil, fmt.Errorf("reading the request: %w", err)
+	}
+	if strings.TrimSpace(string(request)) == "" {
+		request = []byte("{}")
+	}
+	d := &driver{getenv: getenv}
+	if sock := getenv(ControlEnv); sock != "" {
+		d.control = simctl.NewClient(sock)
+	}
+	if name == "info" {
+		return v.fn(d, ctx, request) // info needs no cloud
+	}
+	path := getenv(ConfigEnv)
+	if path == "" {
+		return nil, fmt.Errorf("$%s is not set: it names the CCM's cloud config", ConfigEnv)
+	}
+	if d.cfg, err = readConfig(path); err != nil {
+		return nil, fmt.Errorf("reading the cloud config: %w", err)
+	}
+	if v.vcenter {
+		user, password := d.cfg.user, d.cfg.password
+		if u := getenv(UserEnv); u != "" {
+			user, password = u, getenv(PasswordEnv)
+		}
+		if d.vc, err = connect(ctx, d.cfg, user, password); err != nil {
+			return nil, err
+		}
+		defer d.vc.close()
+	}
+	return v.fn(d, ctx, request)
+}
+
+// decode reads a request; unknown fields are ignored, as the protocol asks.
+func decode[T any](request []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(request, &v); err != nil {
+		return v, fmt.Errorf("decoding the request: %w", err)
+	}
+	return v, nil
+}
