@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -66,27 +67,39 @@ func (l *callLog) since(after int64) simctl.Calls {
 	return out
 }
 
-// recorder keeps the status, the session cookie set and, for a fault, the
-// body of a response.
+// recorder holds a response back until the call is logged, so that a
+// client that has its answer finds the call in the log.
 type recorder struct {
-	http.ResponseWriter
+	header http.Header
 	status int
 	body   bytes.Buffer
 }
 
+func (r *recorder) Header() http.Header { return r.header }
+
 func (r *recorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
+	if r.status == 0 {
+		r.status = status
+	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
-	if r.status != http.StatusOK && r.body.Len() < 64<<10 {
-		r.body.Write(b)
+	return r.body.Write(b)
+}
+
+// flush sends the held response.
+func (r *recorder) flush(w http.ResponseWriter) {
+	for k, v := range r.header {
+		w.Header()[k] = v
 	}
-	return r.ResponseWriter.Write(b)
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	w.WriteHeader(r.status)
+	_, _ = w.Write(r.body.Bytes())
 }
 
 // wrap logs the SOAP calls (POST /sdk...) that next serves; everything
@@ -104,9 +117,10 @@ func (l *callLog) wrap(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &recorder{ResponseWriter: w}
+		rec := &recorder{header: http.Header{}}
 		next.ServeHTTP(rec, r)
 		l.record(r, body, rec)
+		rec.flush(w)
 	})
 }
 
@@ -131,7 +145,7 @@ func (l *callLog) record(r *http.Request, body []byte, rec *recorder) {
 	if c, err := r.Cookie(soap.SessionCookieName); err == nil {
 		cookie = c.Value
 	}
-	for _, c := range (&http.Response{Header: rec.Header()}).Cookies() {
+	for _, c := range (&http.Response{Header: rec.header}).Cookies() {
 		if c.Name == soap.SessionCookieName && call.Error == "" {
 			cookie = c.Value
 			if method != nil {
@@ -269,9 +283,9 @@ func (n *vmNames) resource(ctx context.Context, m *simulator.Method) string {
 	case *types.FindAllByDnsName:
 		table, key, fallback = dnsTable, strings.ToLower(b.DnsName), b.DnsName
 	case *types.FindByIp:
-		table, key = ipTable, b.Ip
+		table, key, fallback = ipTable, b.Ip, notAnIP(b.Ip)
 	case *types.FindAllByIp:
-		table, key = ipTable, b.Ip
+		table, key, fallback = ipTable, b.Ip, notAnIP(b.Ip)
 	case *types.RetrievePropertiesEx:
 		table, key = refTable, onlyVM(b.SpecSet)
 	case *types.RetrieveProperties:
@@ -294,6 +308,16 @@ func (n *vmNames) resource(ctx context.Context, m *simulator.Method) string {
 		return name
 	}
 	return fallback
+}
+
+// notAnIP is what an IP lookup of a string that is no IP is about: the CCM
+// looks a node up "by IP" with its name when no VM has the name as its DNS
+// name (nodemanager.go, shakeOutNodeIDLookup).
+func notAnIP(s string) string {
+	if net.ParseIP(s) != nil {
+		return ""
+	}
+	return s
 }
 
 func refTable(n *vmNames) map[string]string  { return n.byRef }

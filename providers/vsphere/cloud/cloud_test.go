@@ -283,6 +283,35 @@ func TestIntegrationCloud(t *testing.T) {
 		t.Errorf("the VM's guest.ipAddress: %q, %v", ip, err)
 	}
 
+	// The call log names the VM a lookup was about, and a name no VM has
+	// as it was asked for.
+	mark := c.calls.since(0).Last
+	si := object.NewSearchIndex(vc)
+	lookups := []struct {
+		method, resource string
+		lookup           func() error
+	}{
+		{"FindAllByDnsName", "vm1", func() error { _, err := si.FindAllByDnsName(t.Context(), dc, "vm1", true); return err }},
+		{"FindByIp", "vm1", func() error { _, err := si.FindByIp(t.Context(), dc, "fd00::3", true); return err }},
+		{"FindAllByDnsName", "ghost", func() error { _, err := si.FindAllByDnsName(t.Context(), dc, "ghost", true); return err }},
+		{"FindByIp", "ghost", func() error { _, err := si.FindByIp(t.Context(), dc, "ghost", true); return err }},
+		{"FindByIp", "", func() error { _, err := si.FindByIp(t.Context(), dc, "192.0.2.1", true); return err }},
+	}
+	for _, l := range lookups {
+		if err := l.lookup(); err != nil {
+			t.Fatalf("%s: %v", l.method, err)
+		}
+	}
+	got := c.calls.since(mark).Calls
+	if len(got) != len(lookups) {
+		t.Fatalf("calls after the lookups: %+v", got)
+	}
+	for i, l := range lookups {
+		if got[i].Method != l.method || got[i].Resource != l.resource || got[i].Error != "" {
+			t.Errorf("call %d: %+v, want %s about %q", i, got[i], l.method, l.resource)
+		}
+	}
+
 	if err := c.Close(); err != nil {
 		t.Error(err)
 	}
