@@ -39,6 +39,12 @@ type Options struct {
 	// HealthCheckInterval is how often load balancers probe their
 	// backends' health check node port; default 1s.
 	HealthCheckInterval time.Duration
+	// BareInstances makes instances as many clouds report theirs: no
+	// Hostname address (the node keeps its kubelet's) and no instance type
+	// unless one is asked for. A correct CCM passes on either kind of
+	// cloud; the harness's tests run both, so that an oracle written for
+	// one cannot hide (docs/reference-provider.md).
+	BareInstances bool
 	// Machines act on the real machines behind adopted instances
 	// (Adopt); nil when every instance is simulated.
 	Machines Machines
@@ -369,6 +375,10 @@ func (s *Server) createInstance(r *http.Request) (any, error) {
 	addrs, err := allocateAddresses(s.opts.NodeIPRange, s.instanceSeq+1, req.Name, families)
 	if err != nil {
 		return nil, &apiError{http.StatusServiceUnavailable, err.Error()}
+	}
+	if s.opts.BareInstances {
+		instanceType = req.InstanceType
+		addrs = slices.DeleteFunc(addrs, func(a Address) bool { return a.Type == AddressHostname })
 	}
 	s.instanceSeq++
 	id := fmt.Sprintf("i-%04d", s.instanceSeq)

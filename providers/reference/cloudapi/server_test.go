@@ -240,6 +240,30 @@ func rawCallAs(t *testing.T, s *Server, caller, method, path, body string) (int,
 	return w.Code, w.Body.String()
 }
 
+// A cloud of bare instances reports no Hostname address and no instance
+// type, unless one is asked for.
+func TestBareInstances(t *testing.T) {
+	_, c := newTestCloud(t, Options{DisableDataPath: true, BareInstances: true})
+	ctx := t.Context()
+	for _, tt := range []struct {
+		req  CreateInstanceRequest
+		want Instance
+	}{
+		{CreateInstanceRequest{Name: "n1"}, Instance{ID: "i-0001", Name: "n1", ProviderID: "reference://zone-a/i-0001", Zone: "zone-a", Region: "region-1", State: StateRunning,
+			Addresses: []Address{{AddressInternalIP, "127.64.0.1"}, {AddressExternalIP, "203.0.113.1"}}}},
+		{CreateInstanceRequest{Name: "n2", InstanceType: "ref.large"}, Instance{ID: "i-0002", Name: "n2", ProviderID: "reference://zone-b/i-0002", Zone: "zone-b", Region: "region-1", InstanceType: "ref.large", State: StateRunning,
+			Addresses: []Address{{AddressInternalIP, "127.64.0.2"}, {AddressExternalIP, "203.0.113.2"}}}},
+	} {
+		got, err := c.CreateInstance(ctx, tt.req)
+		if err != nil {
+			t.Fatalf("creating %s: %v", tt.req.Name, err)
+		}
+		if !reflect.DeepEqual(*got, tt.want) {
+			t.Errorf("created\n %+v\nwant\n %+v", *got, tt.want)
+		}
+	}
+}
+
 func TestValidation(t *testing.T) {
 	s := NewServer(Options{DisableDataPath: true})
 	tests := []struct {
