@@ -108,7 +108,7 @@ timeouts:
 		"KUBETEST2_RUN_ID":  "run-1",
 		"TMPDIR":            shortTempDir(t),
 	}
-	res := runTester(t, env, "--provider", profile, "--label-filter", "LoadBalancer && ReleaseBlocking")
+	res := runTester(t, env, "--provider", profile, "--label-filter", lbLifeFilter)
 	if res.code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 60), res.stderr)
 	}
@@ -118,8 +118,8 @@ timeouts:
 			ran++
 		}
 	}
-	if ran != 3 {
-		t.Errorf("%d release-blocking load balancer specs ran against the deployed CCM, want 3", ran)
+	if ran != lbLifeSpecs {
+		t.Errorf("%d release-blocking load balancer specs ran against the deployed CCM, want %d", ran, lbLifeSpecs)
 	}
 	var meta map[string]any
 	data, err := os.ReadFile(filepath.Join(artifacts, "metadata.json"))

@@ -164,7 +164,7 @@ func declare(f *framework.Framework) {
 			}
 		})
 
-		It("never runs a migrated controller in two replicas at once while they take turns holding the migration lease", func(ctx SpecContext) {
+		It("never runs a migrated controller in two replicas at once while they take turns holding the migration lease", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			l.spec = "lm-overlap"
 			f.RequireDriverVerbs(clouddriver.VerbCallsList)
 			cfg := newMigrationConfig(l.ns+"-migration", componentCCM, l.migrated)

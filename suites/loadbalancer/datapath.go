@@ -95,7 +95,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 		}
 
-		It("delivers TCP traffic sent to the ingress to a backend", func(ctx SpecContext) {
+		It("delivers TCP traffic sent to the ingress to a backend", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			f.RequireBackendNodes()
 			b := l.backends(ctx, "web", 2)

@@ -113,6 +113,29 @@ func (l *lb) expectCloudMatches(ctx context.Context, name string, timeout profil
 	return cloud
 }
 
+// expectSameLoadBalancer checks that a change of the Service's ports kept
+// its load balancer: the cloud's load balancer is the one first made, it
+// still serves the first ingress, and the Service still shows that ingress.
+// Upstream's e2e spec "should be able to change the type and ports of a TCP
+// service" (test/e2e/network/loadbalancer.go) fails when a port change
+// moves the ingress; a CCM that recreates its load balancer on every update
+// breaks every client that resolved the old address.
+func (l *lb) expectSameLoadBalancer(ctx context.Context, name string, first *clouddriver.LoadBalancer, ingress string, now *clouddriver.LoadBalancer) {
+	Expect(now.Name).To(Equal(first.Name), "Service %s/%s: expected its ports to change on cloud load balancer %s, saw them on another, %s", l.ns, name, first.Name, now.Name)
+	var served []string
+	for _, in := range now.Ingress {
+		served = append(served, in.IP+in.Hostname)
+	}
+	for _, in := range first.Ingress {
+		Expect(served).To(ContainElement(in.IP+in.Hostname), "Service %s/%s: expected cloud load balancer %s to keep serving %s after the ports changed, saw it serve %v",
+			l.ns, name, now.Name, in.IP+in.Hostname, served)
+	}
+	svc, err := l.f.View().Service(l.ns, name)
+	Expect(err).NotTo(HaveOccurred(), "Service %s/%s", l.ns, name)
+	Expect(framework.IngressAddresses(svc)).To(Equal(ingress), "Service %s/%s: expected the ingress %s to stay when the ports changed, saw %s",
+		l.ns, name, ingress, framework.IngressAddresses(svc))
+}
+
 // expectCloudGone waits until the cloud has no load balancer for svc.
 func (l *lb) expectCloudGone(ctx context.Context, svc *corev1.Service) {
 	Eventually(ctx, func(g Gomega) {
@@ -162,13 +185,15 @@ func declare(f *framework.Framework) {
 		It("updates the cloud load balancer when the Service's ports change", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "web", nil)
-			l.waitForIngress(ctx, "web")
+			svc := l.waitForIngress(ctx, "web")
+			first := l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+			ingress := framework.IngressAddresses(svc)
 			l.update(ctx, "web", func(s *corev1.Service) {
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443})
 			})
-			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			l.expectSameLoadBalancer(ctx, "web", first, ingress, l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate))
 			l.update(ctx, "web", func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[1:] })
-			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			l.expectSameLoadBalancer(ctx, "web", first, ingress, l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate))
 		})
 
 		It("keeps the ingress while the type stays LoadBalancer and deletes the cloud load balancer when it changes to NodePort, then ClusterIP, and back", func(ctx SpecContext) {
@@ -347,7 +372,7 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
 		})
 
-		It("drops a node labelled node.kubernetes.io/exclude-from-external-load-balancers from the backends", func(ctx SpecContext) {
+		It("drops a node labelled node.kubernetes.io/exclude-from-external-load-balancers from the backends", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			// A node to take away from the backends.
 			f.RequireBackendNodes()
@@ -413,7 +438,7 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.LoadBalancerIgnore)).WithPolling(l.poll()).Should(Succeed())
 		})
 
-		It("passes loadBalancerSourceRanges to the cloud", Label(string(profile.LoadBalancerSourceRanges)), func(ctx SpecContext) {
+		It("passes loadBalancerSourceRanges to the cloud", Label(string(profile.LoadBalancerSourceRanges), framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			ranges := []string{"192.0.2.0/24", "198.51.100.0/24"}
 			svc := l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = ranges })
@@ -434,7 +459,7 @@ func declare(f *framework.Framework) {
 		// Clouds may honour externalTrafficPolicy Local without health
 		// checks of the healthCheckNodePort (or not at all): a capability
 		// of its own, so that a CCM of such a cloud can leave it unclaimed.
-		It("health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local", Label(string(profile.LoadBalancerHealthCheckNodePort)), func(ctx SpecContext) {
+		It("health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local", Label(string(profile.LoadBalancerHealthCheckNodePort), framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "local", func(s *corev1.Service) {
 				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
@@ -450,7 +475,7 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 		})
 
-		It("carries UDP ports", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
+		It("carries UDP ports", Label(string(profile.LoadBalancerUDP), framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "dns", func(s *corev1.Service) {
 				s.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}

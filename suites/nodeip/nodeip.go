@@ -121,12 +121,12 @@ func declare(f *framework.Framework) {
 			expectNodeIPsHonoured(ctx, m, ips)
 		})
 
-		It("makes an IPv6 node IP the node's only InternalIP, listed first, keeping other address types", Label(string(profile.IPv6)), func(ctx SpecContext) {
+		It("makes an IPv6 node IP the node's only InternalIP, listed first, keeping other address types", Label(string(profile.IPv6), framework.ReleaseBlocking), func(ctx SpecContext) {
 			m, ips := machineWithNodeIPs(ctx, ipv6)
 			expectNodeIPsHonoured(ctx, m, ips)
 		})
 
-		It("makes a dual-stack IPv4,IPv6 node IP pair the node's InternalIPs in that order", Label(string(profile.DualStack)), func(ctx SpecContext) {
+		It("makes a dual-stack IPv4,IPv6 node IP pair the node's InternalIPs in that order", Label(string(profile.DualStack), framework.ReleaseBlocking), func(ctx SpecContext) {
 			m, ips := machineWithNodeIPs(ctx, ipv4, ipv6)
 			expectNodeIPsHonoured(ctx, m, ips)
 		})

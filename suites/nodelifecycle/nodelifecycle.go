@@ -199,7 +199,7 @@ func declare(f *framework.Framework) {
 			}
 		})
 
-		It("keeps every NotReady Node whose instance still exists, in every zone of the cluster, while it deletes the Node of a deleted instance", func(ctx SpecContext) {
+		It("keeps every NotReady Node whose instance still exists, in every zone of the cluster, while it deletes the Node of a deleted instance", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireMachines()
 			f.RequireDriverVerbs(clouddriver.VerbInstanceDelete)
 			// Several nodes, one in each zone the cluster's instances are
@@ -262,7 +262,7 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(4 * f.PollInterval()).Should(Succeed())
 		})
 
-		It("taints the Node of a stopped instance as shut down, keeps it, and lifts the taint when the instance starts again", func(ctx SpecContext) {
+		It("taints the Node of a stopped instance as shut down, keeps it, and lifts the taint when the instance starts again", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbInstanceStop, clouddriver.VerbInstanceStart)
 			m := subjectFor(ctx, clouddriver.VerbInstanceStop, clouddriver.VerbInstanceStart)
 
@@ -353,7 +353,7 @@ func declare(f *framework.Framework) {
 			expectDeleted(ctx, name, "no instance of that name exists and the node is NotReady")
 		})
 
-		It("keeps a NotReady Node while the cloud answers instance lookups with errors, and deletes it once the cloud says the instance is gone", func(ctx SpecContext) {
+		It("keeps a NotReady Node while the cloud answers instance lookups with errors, and deletes it once the cloud says the instance is gone", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbFaultInject, clouddriver.VerbFaultClear, clouddriver.VerbInstanceDelete)
 			m := initializedMachine(ctx, framework.MachineRequest{})
 

@@ -162,7 +162,7 @@ func declare(f *framework.Framework) {
 			}).WithTimeout(f.Timeout(profile.RouteSync)).WithPolling(f.PollInterval()).Should(Succeed())
 		})
 
-		It("removes a route inside the cluster CIDR that belongs to no node and leaves routes outside it alone", func(ctx SpecContext) {
+		It("removes a route inside the cluster CIDR that belongs to no node and leaves routes outside it alone", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbRoutesList, clouddriver.VerbRouteCreate, clouddriver.VerbRouteDelete)
 			var clusterV4 *net.IPNet
 			for _, c := range f.ClusterCIDRs {
