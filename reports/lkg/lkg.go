@@ -53,18 +53,54 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Pair is what a run tested: a Kubernetes build and a CCM build.
+// Pair is what a run tested: a Kubernetes build and a CCM build, judged
+// with one profile by one minor version of the harness. Runs of the same
+// builds under another profile (other capabilities, timeouts, driver) or
+// another harness minor (other oracles) are another pair: they start a
+// streak of their own, so that neither an edited profile nor a changed
+// oracle can lengthen a streak earned under the old one.
 type Pair struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	KubernetesCommit  string `json:"kubernetesCommit"`
 	CCMDigest         string `json:"ccmDigest"`
+	// CCMModule names the CCM's build where its build info says
+	// (k8s.io/cloud-provider-vsphere@v1.36.0); it follows from the digest.
+	CCMModule string `json:"ccmModule,omitempty"`
+	// ProfileDigest is the sha256 of the profile the run used.
+	ProfileDigest string `json:"profileDigest,omitempty"`
+	// HarnessMinor is the harness's version up to its minor (v0.1), or
+	// its whole version when that is no release ((devel)).
+	HarnessMinor string `json:"harnessMinor,omitempty"`
+}
+
+// pairOf is the pair a run tested.
+func pairOf(r *store.Run) Pair {
+	profileDigest, _ := r.Metadata[prow.MetaProfileDigest].(string)
+	return Pair{
+		KubernetesVersion: r.KubernetesVersion, KubernetesCommit: r.KubernetesCommit, CCMDigest: r.CCMDigest,
+		CCMModule: r.CCMModule, ProfileDigest: profileDigest, HarnessMinor: harnessMinor(r.HarnessVersion),
+	}
+}
+
+// harnessMinor cuts a release version to its minor: v0.1.3 is v0.1.
+// Anything else (a development build) is kept whole.
+func harnessMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 3 || !strings.HasPrefix(v, "v") {
+		return v
+	}
+	return parts[0] + "." + parts[1]
 }
 
 // Complete reports whether the run got far enough to know its pair.
 func (p Pair) Complete() bool { return p.KubernetesVersion != "" && p.CCMDigest != "" }
 
 func (p Pair) String() string {
-	return fmt.Sprintf("Kubernetes %s (%s), CCM %s", p.KubernetesVersion, short(p.KubernetesCommit, 9), short(p.CCMDigest, 19))
+	ccm := short(p.CCMDigest, 19)
+	if p.CCMModule != "" {
+		ccm = p.CCMModule + " " + ccm
+	}
+	return fmt.Sprintf("Kubernetes %s (%s), CCM %s", p.KubernetesVersion, short(p.KubernetesCommit, 9), ccm)
 }
 
 func short(s string, n int) string {
@@ -113,6 +149,10 @@ type RunVerdict struct {
 	HarnessError string `json:"harnessError,omitempty"`
 	// LabelFilter is the label filter that narrowed the run, if any.
 	LabelFilter string `json:"labelFilter,omitempty"`
+	// Capabilities are what the run's profile claimed, and BlockingPassed
+	// how many release-blocking specs passed: what a green cell covers.
+	Capabilities   []string `json:"capabilities,omitempty"`
+	BlockingPassed int      `json:"blockingPassed"`
 	// Leftovers name what the run left behind (specs.json's leftovers).
 	Leftovers []string `json:"leftovers,omitempty"`
 	// Missing lists the release-blocking specs of claimed capabilities
@@ -126,7 +166,7 @@ type RunVerdict struct {
 // narrowed it, or a release-blocking spec of a claimed capability was
 // skipped) is partial unless one of them failed.
 func Judge(r *store.Run) RunVerdict {
-	v := RunVerdict{Build: r.Build, Started: r.Started, Finished: r.Finished, Pair: Pair{r.KubernetesVersion, r.KubernetesCommit, r.CCMDigest}}
+	v := RunVerdict{Build: r.Build, Started: r.Started, Finished: r.Finished, Pair: pairOf(r)}
 	if r.Specs == nil {
 		v.Verdict, v.Reason = VerdictNone, "no "+prow.SpecsFile
 		if r.Result == prow.ResultAborted {
@@ -142,6 +182,7 @@ func Judge(r *store.Run) RunVerdict {
 	if interrupted {
 		failed = prow.SpecRecord.FailedToEnd
 	}
+	v.Capabilities = r.Specs.Capabilities
 	v.LabelFilter = r.Specs.LabelFilter
 	if v.LabelFilter == "" {
 		v.LabelFilter, _ = r.Metadata[prow.MetaLabelFilter].(string)
@@ -173,6 +214,7 @@ func Judge(r *store.Run) RunVerdict {
 			v.Failed = append(v.Failed, s.Text)
 		}
 	}
+	v.BlockingPassed = passed
 	v.Leftovers = r.Specs.Leftovers
 	if r.Specs.HarnessError != "" {
 		v.HarnessError = firstLine(r.Specs.HarnessError)
@@ -311,6 +353,11 @@ type PairStatus struct {
 	FirstRun  time.Time `json:"firstRun"`
 	LastRun   time.Time `json:"lastRun"`
 	LastBuild string    `json:"lastBuild"`
+	// Capabilities and BlockingPassed are those of the pair's newest
+	// judged run: what the profile claimed and how many release-blocking
+	// specs passed.
+	Capabilities   []string `json:"capabilities,omitempty"`
+	BlockingPassed int      `json:"blockingPassed"`
 	// FailedSpecs are the release-blocking specs that failed in any run.
 	FailedSpecs []string `json:"failedSpecs,omitempty"`
 	// HarnessFailures counts the runs the harness failed (a setup step,
@@ -377,6 +424,16 @@ type runIdentity struct {
 	k8sVersion, k8sCommit, digest string
 }
 
+// Coverage says what a pair's newest run covered: "25 release-blocking
+// specs passed; capabilities InstancesV2, Zones".
+func (p PairStatus) Coverage() string {
+	caps := "capabilities not recorded"
+	if len(p.Capabilities) > 0 {
+		caps = "capabilities " + strings.Join(p.Capabilities, ", ")
+	}
+	return fmt.Sprintf("%d release-blocking spec(s) passed; %s", p.BlockingPassed, caps)
+}
+
 // Evaluate applies the rules to a snapshot of a store. It never fails: a
 // run the rules cannot use is reported as a problem and skipped.
 func Evaluate(snap *store.Snapshot, cfg Config) *Report {
@@ -432,6 +489,7 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 			}
 			p.Runs++
 			p.LastRun, p.LastBuild = r.Finished, r.ID
+			p.Capabilities, p.BlockingPassed = v.Capabilities, v.BlockingPassed
 			if v.Verdict == VerdictPartial {
 				// Shown, never counted: a streak neither grows nor
 				// breaks.

@@ -15,9 +15,9 @@ import (
 var now = time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
 
 var (
-	k37a = Pair{"v1.37.2", "aaaaaaa", "sha256:c1"}
-	k37b = Pair{"v1.37.2", "aaaaaaa", "sha256:c2"} // a newer CCM build
-	k36  = Pair{"v1.36.5", "bbbbbbb", "sha256:c1"}
+	k37a = Pair{KubernetesVersion: "v1.37.2", KubernetesCommit: "aaaaaaa", CCMDigest: "sha256:c1"}
+	k37b = Pair{KubernetesVersion: "v1.37.2", KubernetesCommit: "aaaaaaa", CCMDigest: "sha256:c2"} // a newer CCM build
+	k36  = Pair{KubernetesVersion: "v1.36.5", KubernetesCommit: "bbbbbbb", CCMDigest: "sha256:c1"}
 )
 
 // seq counts the runs a test makes, for unique build ids.
@@ -249,6 +249,17 @@ func TestEvaluate(t *testing.T) {
 			wantPairs: map[Pair]PairState{k37a: PairGreen},
 			wantLKG:   &k37a,
 			wantStale: true,
+		},
+		{
+			// An edited profile (other capabilities or timeouts) or a new
+			// harness minor (other oracles) starts a streak of its own.
+			name: "another profile or harness minor is another pair",
+			runs: []*store.Run{
+				s.run("p", k37a, 6*h, "pass"), s.run("p", k37a, 5*h, "pass"),
+				withProfile(s.run("p", k37a, 4*h, "pass"), "sha256:p2"),
+				withHarness(s.run("p", k37a, 3*h, "pass"), "v0.2.0"),
+			},
+			wantPairs: map[Pair]PairState{k37a: PairPending, withProfilePair(k37a, "sha256:p2"): PairPending, withHarnessPair(k37a, "v0.2"): PairPending},
 		},
 		{
 			name:      "a run that failed before the cluster came up has no pair but is a run",
@@ -553,5 +564,44 @@ func TestCheckReasonNamesWhatPartialRunsMissed(t *testing.T) {
 func TestSkipMessagesMatchTheFramework(t *testing.T) {
 	if !strings.HasPrefix(framework.OutsideVersionRange, outsideVersionRange) {
 		t.Errorf("framework.OutsideVersionRange is %q; the judge looks for %q", framework.OutsideVersionRange, outsideVersionRange)
+	}
+}
+
+func withProfile(r *store.Run, digest string) *store.Run {
+	r.Metadata = map[string]any{prow.MetaProfileDigest: digest}
+	return r
+}
+
+func withHarness(r *store.Run, version string) *store.Run {
+	r.HarnessVersion = version
+	return r
+}
+
+func withProfilePair(p Pair, digest string) Pair { p.ProfileDigest = digest; return p }
+
+func withHarnessPair(p Pair, minor string) Pair { p.HarnessMinor = minor; return p }
+
+func TestHarnessMinor(t *testing.T) {
+	for in, want := range map[string]string{"v0.1.3": "v0.1", "v1.2.0-rc.1": "v1.2", "(devel)": "(devel)", "": "", "v0.1": "v0.1"} {
+		if got := harnessMinor(in); got != want {
+			t.Errorf("harnessMinor(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A pair shows what its newest run covered: the claimed capabilities and
+// how many release-blocking specs passed.
+func TestCoverage(t *testing.T) {
+	var s seq
+	r := s.run("p", k37a, time.Hour, "pass")
+	r.Specs.Capabilities = []string{"InstancesV2", "LoadBalancer"}
+	v := Judge(r)
+	if v.BlockingPassed != 1 || strings.Join(v.Capabilities, ",") != "InstancesV2,LoadBalancer" {
+		t.Errorf("Judge: %d blocking passed, capabilities %v; want 1 and InstancesV2,LoadBalancer", v.BlockingPassed, v.Capabilities)
+	}
+	rep := Evaluate(&store.Snapshot{Runs: []*store.Run{r}}, Config{Now: func() time.Time { return now }})
+	got := rep.Providers[0].Pairs[0].Coverage()
+	if want := "1 release-blocking spec(s) passed; capabilities InstancesV2, LoadBalancer"; got != want {
+		t.Errorf("Coverage() = %q, want %q", got, want)
 	}
 }

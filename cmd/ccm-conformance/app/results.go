@@ -181,6 +181,11 @@ func printShowTable(w io.Writer, rep *lkg.Report) {
 	tw.Flush()
 	for _, ps := range rep.Providers {
 		for _, p := range ps.Pairs {
+			fmt.Fprintf(w, "%s %s: %s\n", ps.Provider, p.Pair, p.Coverage())
+		}
+	}
+	for _, ps := range rep.Providers {
+		for _, p := range ps.Pairs {
 			if why := p.PartialReason(); why != "" {
 				fmt.Fprintf(w, "%s %s: %d run(s) partial, no last-known-good evidence: %s\n", ps.Provider, p.Pair, p.Partials, why)
 			}
@@ -284,5 +289,12 @@ func printCheckTable(w io.Writer, c *lkg.CheckReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Provider, p.Status, k, commit, digest, p.Reason)
 	}
 	tw.Flush()
+	// What each verdict rests on: the pair, the capabilities its run
+	// claimed and how many release-blocking specs passed.
+	for _, p := range c.Providers {
+		if p.Pair != nil {
+			fmt.Fprintf(w, "%s %s: %s\n", p.Provider, p.Pair.Pair, p.Pair.Coverage())
+		}
+	}
 	fmt.Fprintf(w, "Kubernetes %s: %d of %d provider(s) green\n", c.KubernetesVersion, green, len(c.Providers))
 }
