@@ -3,6 +3,8 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 // A mutant is the reference provider with one defect switched on: a CCM
@@ -81,7 +85,23 @@ type mutantOutcome struct {
 	caughtBy []string // spec texts that failed
 	message  string   // first line of the first failure
 	took     time.Duration
+	// unfiltered: the mutant ran as it would be published, without its
+	// label filter; verdict and reason are then what the LKG rules made of
+	// the published run, and at where its release-blocking failures were
+	// asserted (file:line), so that a mutant caught only by a shared
+	// precondition shows.
+	unfiltered      bool
+	verdict, reason string
+	at              []string
 }
+
+// unfilteredEnv, set to 1 (make mutants sets it), runs every mutant of the
+// corpus as it would be published: no label filter, its run published into
+// a store and judged by the LKG rules, whose verdict must be fail. make test
+// runs the corpus with label filters (about 150 s) and the release team's
+// case unfiltered (TestIntegrationVerdictFailsTheReleaseTeamsCase, one
+// full run).
+const unfilteredEnv = "CCM_CONFORMANCE_MUTANTS_UNFILTERED"
 
 // The mutant corpus: every mutant is killed (some spec fails), each fails
 // the specs it names, and every spec of the suite is killed by at least
@@ -136,9 +156,18 @@ func runMutant(t *testing.T, m mutant, clusterDir string) mutantOutcome {
 	began := time.Now()
 	artifacts := t.TempDir()
 	profile := referenceProfile(t, t.TempDir(), []string{"--reference-defects=" + m.defect}, testbin.FailFast)
-	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
-		"--cluster-dir", clusterDir, "--label-filter", m.labelFilter)
-	out := mutantOutcome{m: m}
+	args := []string{"run", "--provider", profile, "--artifacts", artifacts, "--cluster-dir", clusterDir}
+	out := mutantOutcome{m: m, unfiltered: os.Getenv(unfilteredEnv) == "1"}
+	if !out.unfiltered {
+		args = append(args, "--label-filter", m.labelFilter)
+	}
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, args...)
+	if out.unfiltered {
+		out.verdict, out.reason, out.at = publishedVerdict(t, artifacts)
+		if out.verdict != "fail" {
+			t.Errorf("mutant %s: run unfiltered and published, the LKG verdict is %s (%s), want fail", m.defect, out.verdict, out.reason)
+		}
+	}
 	failed := map[string]string{}
 	for _, c := range readJUnit(t, artifacts) {
 		if c.Status != "failed" || c.Failure == nil {
@@ -172,6 +201,71 @@ func runMutant(t *testing.T, m mutant, clusterDir string) mutantOutcome {
 	t.Logf("mutant %s (%s) took %s, caught by %d spec(s): %s; %s", m.defect, m.labelFilter, out.took.Round(time.Second),
 		len(out.caughtBy), strings.Join(out.caughtBy, "; "), out.message)
 	return out
+}
+
+// publishedVerdict publishes a run directory into a store of its own and
+// asks `lkg show` what the LKG rules make of it, as the release team would:
+// the verdict, its reason, and where each release-blocking spec that failed
+// was asserted (file:line, from specs.json).
+func publishedVerdict(t *testing.T, artifacts string) (verdict, reason string, at []string) {
+	t.Helper()
+	storeURL := "file://" + t.TempDir()
+	if res := runHarness(t, nil, "publish", "--store", storeURL, artifacts); res.code != 0 {
+		t.Fatalf("publish: exit code %d: %s", res.code, res.stderr)
+	}
+	res := runHarness(t, nil, "lkg", "show", "--store", storeURL, "-o", "json")
+	if res.code != 0 {
+		t.Fatalf("lkg show: exit code %d: %s", res.code, res.stderr)
+	}
+	var rep lkg.Report
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+		t.Fatalf("lkg show -o json: %v", err)
+	}
+	if len(rep.Providers) != 1 || len(rep.Providers[0].Runs) != 1 {
+		t.Fatalf("lkg show: want one provider with one run, got %s", tail(res.stdout, 20))
+	}
+	v := rep.Providers[0].Runs[0]
+	data, err := os.ReadFile(filepath.Join(artifacts, prow.SpecsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs prow.SpecRecords
+	if err := json.Unmarshal(data, &specs); err != nil {
+		t.Fatalf("%s: %v", prow.SpecsFile, err)
+	}
+	for _, sp := range specs.Specs {
+		if sp.Failed() && slices.Contains(v.Failed, sp.Text) && sp.FailureLocation != "" {
+			at = append(at, filepath.Base(sp.FailureLocation))
+		}
+	}
+	return string(v.Verdict), v.Reason, at
+}
+
+// The release team's case (issue: a CCM with every load balancer open and
+// Nodes deleted when the cloud errs, when an instance is stopped, and in
+// one zone): run as it would be published, with no label filter, its
+// verdict is fail, and the reason names the release-blocking specs.
+func TestIntegrationVerdictFailsTheReleaseTeamsCase(t *testing.T) {
+	skipUnlessIntegration(t)
+	artifacts := t.TempDir()
+	profile := referenceProfile(t, t.TempDir(),
+		[]string{"--reference-defects=ignore-source-ranges,error-means-gone,stopped-instance-gone,instances-gone-in-zone-c"}, testbin.FailFast)
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts,
+		"--cluster-dir", testbin.SharedCluster(t))
+	if res.code != 1 {
+		t.Fatalf("exit code %d, want 1 (specs failed)\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 40), tail(res.stderr, 20))
+	}
+	verdict, reason, at := publishedVerdict(t, artifacts)
+	if verdict != "fail" {
+		t.Fatalf("verdict %s (%s), want fail", verdict, reason)
+	}
+	for _, want := range []string{"passes loadBalancerSourceRanges to the cloud", "taints the Node of a stopped instance",
+		"keeps a NotReady Node while the cloud answers instance lookups with errors", "keeps every NotReady Node whose instance still exists"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("the verdict's reason does not name %q: %s", want, reason)
+		}
+	}
+	t.Logf("verdict %s: %s (asserted at %s)", verdict, reason, strings.Join(at, ", "))
 }
 
 // listSpecs returns the text of every spec the reference profile selects,
@@ -216,6 +310,26 @@ func firstLine(s string) string {
 // mutantTable is the Markdown table `make mutants` prints.
 func mutantTable(outcomes []mutantOutcome, took time.Duration) string {
 	var b strings.Builder
+	if len(outcomes) > 0 && outcomes[0].unfiltered {
+		fmt.Fprintf(&b, "\n| mutant (--reference-defects) | run as | specs that caught it | first line of the failure | LKG verdict | release-blocking failures asserted at | run |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, o := range outcomes {
+			var caught []string
+			for _, c := range o.caughtBy {
+				caught = append(caught, shortSpec(c))
+			}
+			if len(caught) == 0 {
+				caught = []string{"**none: survived**"}
+			}
+			verdict := "**" + o.verdict + "**"
+			if o.verdict != "fail" {
+				verdict += ": " + strings.ReplaceAll(o.reason, "|", `\|`)
+			}
+			fmt.Fprintf(&b, "| `%s` | published (no filter) | %s | %s | %s | %s | %.0fs |\n", o.m.defect, strings.Join(caught, "; "),
+				strings.ReplaceAll(o.message, "|", `\|`), verdict, strings.Join(o.at, ", "), o.took.Seconds())
+		}
+		fmt.Fprintf(&b, "\n%d mutants, all runs took %s\n", len(outcomes), took.Round(time.Second))
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\n| mutant (--reference-defects) | label filter | specs that caught it | first line of the failure | run |\n| --- | --- | --- | --- | --- |\n")
 	for _, o := range outcomes {
 		var caught []string

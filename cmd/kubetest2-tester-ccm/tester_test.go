@@ -19,12 +19,13 @@ import (
 )
 
 // lbLifeFilter selects the release-blocking specs of the LoadBalancer
-// capability alone: a load balancer's life (create, update its ports,
-// delete) and the exclusion label, lbLifeSpecs of them; none of the other
-// load balancer capabilities'.
-const lbLifeFilter = "LoadBalancer && ReleaseBlocking && !DataPath && !LeaderMigration && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort && !LoadBalancerUDP"
+// capability alone, lbLifeSpecs of them: a load balancer's life (create,
+// update its ports, delete), the exclusion label, no node ports and
+// loadBalancerClass; none of the other load balancer capabilities' and not
+// the digit-first name's, whose spec depends on the Kubernetes version.
+const lbLifeFilter = "LoadBalancer && ReleaseBlocking && !DataPath && !LeaderMigration && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort && !LoadBalancerUDP && !RelaxedServiceNameValidation"
 
-const lbLifeSpecs = 4
+const lbLifeSpecs = 6
 
 // binDir holds kubetest2-tester-ccm and the reference provider, built once
 // by TestMain from this checkout, under the names kubetest2 looks for.

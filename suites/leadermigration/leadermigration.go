@@ -129,7 +129,7 @@ func declare(f *framework.Framework) {
 			actsOnceItHolds(ctx, u, holder, cfg.LeaderName, "web")
 		})
 
-		It("takes the migration lease once its holder stops, and the pending Service gets its load balancer", func(ctx SpecContext) {
+		It("takes the migration lease once its holder stops, and the pending Service gets its load balancer", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			l.spec = "lm-handover"
 			cfg := newMigrationConfig(l.ns+"-migration", componentCCM, l.migrated)
 			file := l.writeConfig(cfg, "migration")

@@ -266,7 +266,7 @@ func declare(f *framework.Framework) {
 		// Service names were DNS-1035 labels (a letter first) before v1.36;
 		// a CCM that builds cloud names from them, or checks them by the
 		// old rule, breaks on the first Service named like "8080-web".
-		It("gives a Service whose name starts with a digit an ingress and a cloud load balancer, and deletes it with the Service", Label(framework.RelaxedServiceNames.Label), func(ctx SpecContext) {
+		It("gives a Service whose name starts with a digit an ingress and a cloud load balancer, and deletes it with the Service", Label(framework.RelaxedServiceNames.Label, framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			const name = "8080-web"
 			l.create(ctx, name, nil)
@@ -403,7 +403,7 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
 		})
 
-		It("gives the cloud no node ports when allocateLoadBalancerNodePorts is false", func(ctx SpecContext) {
+		It("gives the cloud no node ports when allocateLoadBalancerNodePorts is false", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "direct", func(s *corev1.Service) { s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false) })
 			svc := l.waitForIngress(ctx, "direct")
@@ -417,7 +417,7 @@ func declare(f *framework.Framework) {
 			}
 		})
 
-		It("leaves a Service with a loadBalancerClass alone", func(ctx SpecContext) {
+		It("leaves a Service with a loadBalancerClass alone", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			svc := l.create(ctx, "classy", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/not-this-ccm") })
 			// The control: a Service without a class, created after it,
