@@ -23,12 +23,13 @@
 //
 //	<root>/bin/ccm/<escaped module path>@<version>/<key>/<binary>
 //	<root>/bin/ccm/<escaped module path>@<version>/<key>/<binary>.go-version-m.txt
+//	<root>/bin/ccm/<escaped module path>@<version>/<key>/<binary>.go.mod
 //
 // where <root> is $CCM_CONFORMANCE_CACHE or os.UserCacheDir()/ccm-conformance
 // (k8sbin.CacheRoot), <key> a short hash of the main package and the
 // replaces (Key), so that another replace list builds again, and <binary>
-// the main package's name (BinaryName). The text file beside the binary is
-// `go version -m` of it. As in k8sbin, builds of one binary are serialized
+// the main package's name (BinaryName). The files beside the binary are
+// `go version -m` of it and the go.mod that built it. As in k8sbin, builds of one binary are serialized
 // by an flock on <binary>.lock and the binary appears only by rename,
 // complete.
 package ccmbuild
@@ -68,6 +69,13 @@ const BuildModulePrefix = "ccm-conformance.local/build/ccm/"
 // GoVersionMSuffix names the file beside a cached binary that holds the
 // output of `go version -m` of it.
 const GoVersionMSuffix = ".go-version-m.txt"
+
+// GoModSuffix names the file beside a cached binary that holds the go.mod
+// of the throwaway module that built it (GoMod): the replaces it copied.
+// The binary's build info shows a replace only when the replaced module
+// provides a package linked into it; a replace that only steers the module
+// graph (vSphere's) shows here alone.
+const GoModSuffix = ".go.mod"
 
 // DefaultProgressInterval is how often a running build reports progress.
 const DefaultProgressInterval = 10 * time.Second
@@ -134,6 +142,9 @@ type Build struct {
 	// GoVersionM is the file beside it with `go version -m` of it; it may
 	// be missing for a binary whose go command could not be run.
 	GoVersionM string
+	// GoMod is the file beside it with the go.mod of the module that
+	// built it; missing for a binary cached before builds kept it.
+	GoMod string
 	// Built says this call built it; false when it came from the cache.
 	Built bool
 	// Duration is how long the build took, when Built.
@@ -159,9 +170,9 @@ func Ensure(ctx context.Context, req Request) (Build, error) {
 	if err != nil {
 		return Build{}, err
 	}
-	b := Build{Path: binary, GoVersionM: binary + GoVersionMSuffix}
+	b := Build{Path: binary, GoVersionM: binary + GoVersionMSuffix, GoMod: binary + GoModSuffix}
 	if isFile(binary) {
-		ensureGoVersionM(ctx, req, binary)
+		ensureRecords(ctx, req, binary)
 		return b, nil
 	}
 	return build(ctx, req, b)
@@ -280,7 +291,7 @@ func build(ctx context.Context, req Request, b Build) (Build, error) {
 	defer unlock()
 	if isFile(b.Path) {
 		// Built by another caller while this one waited for the lock.
-		ensureGoVersionM(ctx, req, b.Path)
+		ensureRecords(ctx, req, b.Path)
 		return b, nil
 	}
 
@@ -326,8 +337,11 @@ func build(ctx context.Context, req Request, b Build) (Build, error) {
 		return b, fmt.Errorf("building %s %s: %w", name, what, err)
 	}
 	// Written before the binary lands, so that a binary built here
-	// always has it.
+	// always has them.
 	if err := writeGoVersionM(ctx, req, built, b.Path); err != nil {
+		return b, fmt.Errorf("building %s %s: %w", name, what, err)
+	}
+	if err := writeFile(b.GoMod, goMod); err != nil {
 		return b, fmt.Errorf("building %s %s: %w", name, what, err)
 	}
 	if err := os.Rename(built, b.Path); err != nil {
@@ -423,25 +437,50 @@ func writeGoVersionM(ctx context.Context, req Request, built, binary string) err
 		return fmt.Errorf("reading the build info of %s: %w", built, err)
 	}
 	text := strings.Replace(string(out), built+":", binary+":", 1)
-	tmp, err := os.CreateTemp(filepath.Dir(binary), "."+filepath.Base(binary)+GoVersionMSuffix+".tmp-")
+	return writeFile(binary+GoVersionMSuffix, []byte(text))
+}
+
+// writeFile writes a file beside a cached binary, readable by all, whole
+// or not at all.
+func writeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(text)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Chmod(0o644), tmp.Close()); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), binary+GoVersionMSuffix)
+	return os.Rename(tmp.Name(), path)
 }
 
-// ensureGoVersionM writes the go version -m file of a cached binary that
-// lacks it (removed by hand, say). It is best effort.
-func ensureGoVersionM(ctx context.Context, req Request, binary string) {
-	if _, err := os.Stat(binary + GoVersionMSuffix); err == nil || !errors.Is(err, os.ErrNotExist) {
+// ensureRecords writes the go version -m and go.mod files of a cached
+// binary that lacks them (cached before builds kept its go.mod, or removed
+// by hand). It is best effort: without a go command, or without the
+// module's go.mod at hand, they stay missing.
+func ensureRecords(ctx context.Context, req Request, binary string) {
+	if missing(binary + GoVersionMSuffix) {
+		_ = writeGoVersionM(ctx, req, binary, binary)
+	}
+	if !missing(binary + GoModSuffix) {
 		return
 	}
-	_ = writeGoVersionM(ctx, req, binary, binary)
+	ctx, cancel := context.WithTimeout(ctx, goVersionTimeout)
+	defer cancel()
+	dir, err := os.MkdirTemp(filepath.Dir(binary), ".module-")
+	if err != nil {
+		return
+	}
+	defer os.RemoveAll(dir)
+	if goMod, err := prepareModule(ctx, req, dir); err == nil {
+		_ = writeFile(binary+GoModSuffix, goMod)
+	}
+}
+
+func missing(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist)
 }
 
 func isFile(path string) bool {

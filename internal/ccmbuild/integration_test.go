@@ -211,8 +211,20 @@ func TestIntegrationEnsure(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != "fake-ccm,fake-ccm.go-version-m.txt,fake-ccm.lock" {
-		t.Errorf("the cache holds %v, want the binary, its go version -m and its lock only", names)
+	if strings.Join(names, ",") != "fake-ccm,fake-ccm.go-version-m.txt,fake-ccm.go.mod,fake-ccm.lock" {
+		t.Errorf("the cache holds %v, want the binary, its go version -m, its go.mod and its lock only", names)
+	}
+	if info, err := os.Stat(b.GoVersionM); err != nil || info.Mode().Perm() != 0o644 {
+		t.Errorf("%s: %v, mode %v; want it readable by all", b.GoVersionM, err, info.Mode())
+	}
+	goMod, err := os.ReadFile(b.GoMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"module " + BuildModulePrefix + "example.com/ccm\n", "require example.com/ccm v1.0.0\n", "\texample.com/dep => example.com/dep v1.1.0\n", "godebug default=go1.22\n"} {
+		if !strings.Contains(string(goMod), w) {
+			t.Errorf("%s lacks %q:\n%s", b.GoMod, w, goMod)
+		}
 	}
 
 	// Again: from the cache, without a go command.
@@ -225,6 +237,23 @@ func TestIntegrationEnsure(t *testing.T) {
 	}
 	if info2, _ := os.Stat(b.Path); !info2.ModTime().Equal(info.ModTime()) {
 		t.Error("the second Ensure rewrote the binary")
+	}
+
+	// A cached binary without its records gets them back, without a
+	// build.
+	for _, f := range []string{b.GoVersionM, b.GoMod} {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b3, err := Ensure(ctx, req); err != nil || b3.Built {
+		t.Errorf("Ensure of a cached binary without its records = %+v, %v", b3, err)
+	}
+	if again, err := os.ReadFile(b.GoMod); err != nil || string(again) != string(goMod) {
+		t.Errorf("the go.mod written again = %q, %v; want\n%s", again, err, goMod)
+	}
+	if text, err := os.ReadFile(b.GoVersionM); err != nil || !strings.HasPrefix(string(text), b.Path+": go") {
+		t.Errorf("the go version -m written again = %q, %v", text, err)
 	}
 
 	// Two callers on a fresh cache: one builds, the other waits for its
