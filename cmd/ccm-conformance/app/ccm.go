@@ -33,7 +33,9 @@ proxy, unmodified, into the binary cache (docs/profile.md, "A CCM built from
 its module"), as 'run' would before its cluster starts, with progress on
 stderr: a cold build takes minutes (vSphere's took 8 on two cores). A CCM
 already in the cache is not built again. It prints the binary's path, the
-lines of 'go version -m' that say what it was built from, and the metadata
+lines of 'go version -m' that say what it was built from, the requires and
+replaces of the go.mod that built it (a replace shows in the build info only
+when the replaced module provides a package of the binary), and the metadata
 keys a run of it records.
 
 A profile whose CCM is not built from a module has nothing to build: build
@@ -72,6 +74,16 @@ output.`,
 				fmt.Fprintf(stdout, "go version -m (%s), the lines that say what it was built from:\n", b.GoVersionM)
 				for _, l := range goVersionMLinesOfInterest(string(text)) {
 					fmt.Fprintln(stdout, l)
+				}
+			}
+			if data, err := os.ReadFile(b.GoMod); err != nil {
+				fmt.Fprintf(stdout, "the go.mod that built it: %v\n", err)
+			} else {
+				fmt.Fprintf(stdout, "the go.mod that built it (%s), requires and replaces:\n", b.GoMod)
+				for _, l := range strings.Split(string(data), "\n") {
+					if t := strings.TrimSpace(l); strings.HasPrefix(t, "require ") || strings.Contains(t, " => ") {
+						fmt.Fprintln(stdout, "\t"+t)
+					}
 				}
 			}
 			bi, err := ccm.ReadBinaryInfo(b.Path)

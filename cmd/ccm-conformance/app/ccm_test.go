@@ -111,6 +111,14 @@ func TestCCMBuild(t *testing.T) {
 	if err := os.WriteFile(cached+ccmbuild.GoVersionMSuffix, []byte(goVersionM), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	upstream := []byte("module k8s.io/cloud-provider-vsphere\n\ngo 1.26.0\n\nreplace " + p.CCM.Binary.Module.Replace[0] + "\n")
+	goMod, err := ccmbuild.GoMod(req, upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cached+ccmbuild.GoModSuffix, goMod, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name       string
@@ -128,6 +136,7 @@ func TestCCMBuild(t *testing.T) {
 				"k8s.io/cloud-provider-vsphere@v1.36.0 k8s.io/cloud-provider-vsphere/cmd/vsphere-cloud-controller-manager (from the cache):\n" + cached + "\n",
 				"\tmod\tk8s.io/cloud-provider-vsphere\tv1.36.0\th1:",
 				"\t=>\tgithub.com/vmware-tanzu/vm-operator/pkg/constants/testlabels\tv1.9.1-0.20251029150609-93918c59a719",
+				"requires and replaces:\n\trequire k8s.io/cloud-provider-vsphere v1.36.0\n\tgithub.com/vmware-tanzu/vm-operator/pkg/constants/testlabels => github.com/vmware-tanzu/vm-operator/pkg/constants/testlabels v1.9.1-0.20251029150609-93918c59a719\n",
 				"a run of it records:\n  ccm-module: github.com/ccm-conformance/ccm-conformance@(devel)\n",
 				"  ccm-go-version: go1.",
 			},
