@@ -53,6 +53,7 @@ var mutants = []mutant{
 	// Load balancers.
 	{"wrong-ingress-ip", lbCore, []string{"gives a new Service an ingress, the cleanup finalizer"}},
 	{"ports-fixed-at-create", lbCore, []string{"updates the cloud load balancer when the Service's ports change"}},
+	{"recreate-lb-on-update", lbCore, []string{"updates the cloud load balancer when the Service's ports change"}},
 	{"node-port-fallback", lbPlain, []string{"gives the cloud no node ports when allocateLoadBalancerNodePorts is false"}},
 	{"serve-every-class", lbPlain, []string{"leaves a Service with a loadBalancerClass alone"}},
 	{"old-service-name-rule", "RelaxedServiceNameValidation", []string{"gives a Service whose name starts with a digit"}},
@@ -61,6 +62,7 @@ var mutants = []mutant{
 	{"wrong-node-port", "DataPath && !LoadBalancerUDP && !LoadBalancerSourceRanges", []string{"delivers TCP traffic sent to the ingress"}},
 	// Routes.
 	{"create-route-fails", "Routes && ReleaseBlocking", []string{"clears NodeNetworkUnavailable with reason RouteCreated"}},
+	{"prune-unmade-routes", "Routes && ReleaseBlocking", []string{"removes a route inside the cluster CIDR that belongs to no node and leaves routes outside it alone"}},
 	// Leader migration.
 	{"migration-lease-tried-once", "LeaderMigration", []string{"takes the migration lease once its holder stops"}},
 }

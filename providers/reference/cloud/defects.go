@@ -125,6 +125,14 @@ const (
 	// finds the migration lease held at start never takes it over.
 	// (The reference-ccm main applies it.)
 	DefectMigrationLeaseTriedOnce Defect = "migration-lease-tried-once"
+	// DefectRecreateLBOnUpdate deletes a Service's load balancer and makes
+	// a new one whenever the Service changes, as a CCM that cannot update
+	// a listener in place would: the ingress moves on every update.
+	DefectRecreateLBOnUpdate Defect = "recreate-lb-on-update"
+	// DefectPruneUnmadeRoutes deletes, whenever it lists the routes, every
+	// route of the cloud that this CCM process did not create: an
+	// operator's route, another cluster's, one outside the cluster CIDR.
+	DefectPruneUnmadeRoutes Defect = "prune-unmade-routes"
 )
 
 // KnownDefects returns every defect, in the order of the list above.
@@ -141,6 +149,7 @@ func KnownDefects() []Defect {
 		DefectWrongIngressIP, DefectPortsFixedAtCreate, DefectDropUDPPorts, DefectWrongNodePort,
 		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass, DefectOldServiceNameRule,
 		DefectCreateRouteFails, DefectMigrationLeaseTriedOnce,
+		DefectRecreateLBOnUpdate, DefectPruneUnmadeRoutes,
 	}
 }
 

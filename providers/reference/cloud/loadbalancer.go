@@ -68,6 +68,13 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 			spec.Ports = existing.Ports
 		}
 	}
+	if l.defects.Has(DefectRecreateLBOnUpdate) {
+		if _, err := l.client.GetLoadBalancer(ctx, name); err == nil {
+			if err := l.client.DeleteLoadBalancer(ctx, name); err != nil && !cloudapi.IsNotFound(err) {
+				return nil, fmt.Errorf("recreating load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)
+			}
+		}
+	}
 	lb, err := l.client.EnsureLoadBalancer(ctx, name, spec)
 	if err != nil {
 		return nil, fmt.Errorf("ensuring load balancer %s of service %s/%s: %w", name, service.Namespace, service.Name, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
@@ -19,6 +20,11 @@ import (
 type routes struct {
 	client  *cloudapi.Client
 	defects Defects
+
+	// made holds the names of the routes this process created, for
+	// DefectPruneUnmadeRoutes.
+	mu   sync.Mutex
+	made map[string]bool
 }
 
 var _ cloudprovider.Routes = (*routes)(nil)
@@ -32,6 +38,12 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	}
 	out := make([]*cloudprovider.Route, 0, len(list))
 	for _, rt := range list {
+		if r.defects.Has(DefectPruneUnmadeRoutes) && !r.madeHere(rt.Name) {
+			if err := r.client.DeleteRoute(ctx, rt.Name); err != nil && !cloudapi.IsNotFound(err) {
+				return nil, fmt.Errorf("pruning route %s: %w", rt.Name, err)
+			}
+			continue
+		}
 		out = append(out, &cloudprovider.Route{
 			Name:            rt.Name,
 			TargetNode:      types.NodeName(rt.NodeName),
@@ -69,8 +81,21 @@ func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 	if err != nil {
 		return fmt.Errorf("creating route %s to node %s: %w", cidr, route.TargetNode, err)
 	}
+	r.mu.Lock()
+	if r.made == nil {
+		r.made = map[string]bool{}
+	}
+	r.made[created.Name] = true
+	r.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Created route", "route", created.Name, "node", route.TargetNode, "destinationCIDR", created.DestinationCIDR)
 	return nil
+}
+
+// madeHere reports whether this process created the route.
+func (r *routes) madeHere(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.made[name]
 }
 
 // DeleteRoute deletes a route by name; one that is already gone is not an
