@@ -179,9 +179,17 @@ func (l *callLog) record(r *http.Request, body []byte, rec *recorder) {
 	l.calls = append(l.calls, call)
 	l.mu.Unlock()
 
-	if l.logCalls && call.UserAgent != simctl.DriverUserAgent {
+	if l.logCalls && call.UserAgent != simctl.DriverUserAgent && (call.Error != "" || !quietMethods[call.Method]) {
 		l.logf("call %d %s caller=%q resource=%q error=%q", call.Seq, call.Method, call.Caller, call.Resource, call.Error)
 	}
+}
+
+// quietMethods are the property collector's reads, which make up most of
+// a CCM's calls (a few per node and second): they are logged but printed
+// only when they fail.
+var quietMethods = map[string]bool{
+	"RetrieveProperties": true, "RetrievePropertiesEx": true, "ContinueRetrievePropertiesEx": true,
+	"WaitForUpdatesEx": true, "CreateFilter": true, "DestroyPropertyFilter": true,
 }
 
 func digest(s string) string {

@@ -85,8 +85,9 @@ type Options struct {
 	InternalNetwork, ExternalNetwork string
 	// Logf receives one line per event; default none.
 	Logf func(format string, args ...any)
-	// LogCalls logs every SOAP call the SDK serves through Logf, but the
-	// cloud driver's own (simctl.DriverUserAgent).
+	// LogCalls prints the SOAP calls the SDK serves through Logf, but the
+	// cloud driver's own (simctl.DriverUserAgent) and the property
+	// collector's reads that succeed. Every call is in the call log.
 	LogCalls bool
 	// Now is the clock of the call log; default time.Now.
 	Now func() time.Time

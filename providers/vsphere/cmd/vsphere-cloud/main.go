@@ -34,7 +34,7 @@ func run(args []string) int {
 	ipFamily := fs.String("ip-family", "ipv4", "the cloud config's ip-family: ipv4, ipv6 or ipv4,ipv6 (the CCM needs ENABLE_ALPHA_DUAL_STACK for two)")
 	user := fs.String("user", "ccm@vsphere.local", "the CCM's user in the cloud config (the simulator accepts any)")
 	password := fs.String("password", "ccm-conformance", "the CCM's password in the cloud config")
-	logCalls := fs.Bool("log-calls", true, "log every SOAP call the SDK serves")
+	logCalls := fs.Bool("log-calls", true, "print the SOAP calls the SDK serves, but the cloud driver's and successful property reads (calls list has them all)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
