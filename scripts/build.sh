@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build the harness, its kubetest2 tester and the reference provider into bin/.
+# Build the harness, its kubetest2 tester, the reference provider and the
+# vSphere provider's simulator and driver into bin/ (the vSphere CCM itself
+# is built from its module into the cache: ccm-conformance ccm build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/goenv.sh
@@ -14,6 +16,8 @@ targets=(
   ./providers/reference/cmd/reference-ccm
   ./providers/reference/cmd/reference-cloud
   ./providers/reference/cmd/reference-cloud-driver
+  ./providers/vsphere/cmd/vsphere-cloud
+  ./providers/vsphere/cmd/vsphere-cloud-driver
 )
 echo "building bin/: ${targets[*]##*/}" >&2
 # One go command links them side by side; each is named after its directory.
