@@ -84,10 +84,14 @@
 // profile claims node capabilities only. Dual-stack needs the CCM's alpha
 // gate (ENABLE_ALPHA_DUAL_STACK) and ip-family "ipv4,ipv6"
 // (vsphere-cloud --ip-family), and then the CCM refuses every VM that lacks
-// an address of either family (nodemanager.go, DiscoverNode), so a
-// dual-stack profile cannot also run single-family instances; the cloud
-// and the driver support it (driver.TestIntegrationDualStack), the profile
-// stays IPv4.
+// an address of either family (nodemanager.go, DiscoverNode: "unable to
+// find suitable IP address for node ... with IP family [ipv4 ipv6]"). Run
+// so on 2026-12-05 (the profile with those two changes, cluster.ipFamilies
+// [IPv4, IPv6]), the CCM initialized the dual-stack nodes with an
+// InternalIP and an ExternalIP of each family and passed every node
+// addressing spec, and refused the single-family instances that other
+// specs make; so the profile stays IPv4, and the cloud and the driver keep
+// dual-stack for a profile of its own (driver.TestIntegrationDualStack).
 //
 // # By hand
 //
