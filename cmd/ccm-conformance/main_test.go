@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(testbin.Main(m, &binDir, append([]string{"./cmd/ccm-conformance"}, testbin.ReferenceProvider...)...))
+	os.Exit(testbin.Main(m, &binDir, slices.Concat([]string{"./cmd/ccm-conformance"}, testbin.ReferenceProvider, testbin.VSphereProvider)...))
 }
 
 func repoRoot() string { return testbin.RepoRoot() }

@@ -28,6 +28,21 @@ var ReferenceProvider = []string{
 	"./providers/reference/cmd/reference-cloud-driver",
 }
 
+// VSphereProvider are the packages of the vSphere provider's simulator and
+// driver (the CCM itself is built from its module into the binary cache).
+var VSphereProvider = []string{
+	"./providers/vsphere/cmd/vsphere-cloud",
+	"./providers/vsphere/cmd/vsphere-cloud-driver",
+}
+
+// VSphereProfile writes a copy of providers/profiles/vsphere.yaml into dir
+// whose bin/ paths point into binDir, mutate (if not nil) applied to the
+// text, and returns its path.
+func VSphereProfile(t testing.TB, dir, binDir string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, "vsphere.yaml", dir, binDir, nil, mutate)
+}
+
 // RepoRoot is the checkout this package is part of (see package checkout).
 func RepoRoot() string { return checkout.MustRoot() }
 

@@ -1,0 +1,120 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+)
+
+// vsphereFindings are the specs the vSphere CCM fails, each a finding of
+// docs/findings.md that blames the CCM with its evidence. The test below
+// fails when one of them passes (re-check the finding, then update the
+// record) or when any other spec fails (triage it first: harness or CCM?).
+// This list never makes a run pass: the run still exits 1 and is red.
+var vsphereFindings = map[string]string{
+	"F1": "keeps a Node whose instance never existed uninitialized, and deletes it once it is NotReady",
+}
+
+// vsphereCannotSetUp is the skip reason of a spec this cloud cannot set up
+// (docs/findings.md H2, docs/providers.md).
+const vsphereCannotSetUp = "the cloud cannot give an instance a second InternalIP of a family"
+
+// The vSphere CCM, built unmodified from k8s.io/cloud-provider-vsphere at the
+// profile's version (cached like the Kubernetes binaries), runs the whole
+// suite against VMware's vCenter simulator. Exactly the recorded findings
+// fail; every other spec passes or is skipped for a capability the profile
+// does not claim or for the set-up docs/providers.md says this cloud cannot
+// make. The run's metadata names the module, and its published verdict is
+// what docs/findings.md predicts.
+func TestIntegrationVSphereFindings(t *testing.T) {
+	skipUnlessIntegration(t)
+	artifacts := t.TempDir()
+	profile := vsphereProfile(t)
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts)
+	if res.code != 1 {
+		t.Fatalf("exit code %d, want 1 (the findings fail)\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 60), tail(res.stderr, 20))
+	}
+
+	data, err := os.ReadFile(filepath.Join(artifacts, prow.SpecsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs prow.SpecRecords
+	if err := json.Unmarshal(data, &specs); err != nil {
+		t.Fatal(err)
+	}
+	failing := map[string]bool{}
+	passed := 0
+	for _, s := range specs.Specs {
+		finding := ""
+		for id, text := range vsphereFindings {
+			if strings.Contains(s.Text, text) {
+				finding = id
+			}
+		}
+		switch {
+		case s.Failed() && finding != "":
+			failing[finding] = true
+		case s.Failed():
+			t.Errorf("spec %q failed and is no finding of docs/findings.md: triage it (harness or CCM?): %s", s.Text, firstLine(s.Failure))
+		case finding != "":
+			t.Errorf("finding %s no longer fails (spec %q: %s): re-check it and update docs/findings.md", finding, s.Text, s.State)
+		case s.Passed():
+			passed++
+		case s.Skipped() && !strings.Contains(s.SkipReason, "does not declare capability") && !strings.Contains(s.SkipReason, vsphereCannotSetUp):
+			t.Errorf("spec %q skipped for a reason docs/providers.md does not give for vSphere: %s", s.Text, s.SkipReason)
+		}
+	}
+	for id := range vsphereFindings {
+		if !failing[id] {
+			t.Errorf("finding %s did not fail", id)
+		}
+	}
+	if passed < 10 {
+		t.Errorf("%d specs passed, want the vSphere CCM's node specs (at least 10)", passed)
+	}
+
+	// The metadata proves which module ran, and the skew.
+	meta := map[string]any{}
+	if data, err := os.ReadFile(filepath.Join(artifacts, prow.MetadataFile)); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-vsphere@v1.36.0", prow.MetaCCMCloudProvider: "v0.36.0", prow.MetaKubernetesVersion: "v1.37.2"} {
+		if got, _ := meta[key].(string); got != want {
+			t.Errorf("metadata %s = %q, want %q", key, got, want)
+		}
+	}
+
+	// Published, the release team's check answers as docs/findings.md says.
+	storeURL := "file://" + t.TempDir()
+	if r := runHarness(t, nil, "publish", "--store", storeURL, artifacts); r.code != 0 {
+		t.Fatalf("publish: exit %d: %s", r.code, r.stderr)
+	}
+	check := runHarness(t, nil, "lkg", "check", "--store", storeURL, "--kubernetes", "v1.37.2", "--providers", "vsphere", "-o", "json")
+	if check.code != 1 {
+		t.Fatalf("lkg check: exit %d, want 1 (not green)\n%s%s", check.code, check.stdout, check.stderr)
+	}
+	var answer lkg.CheckReport
+	if err := json.Unmarshal([]byte(check.stdout), &answer); err != nil {
+		t.Fatalf("lkg check -o json: %v", err)
+	}
+	if len(answer.Providers) != 1 || answer.Providers[0].Status != lkg.StatusPartial ||
+		!strings.Contains(answer.Providers[0].Reason, "makes an IPv4 node IP the node's only InternalIP") {
+		t.Errorf("lkg check for vsphere: want partial naming the node IP spec this cloud cannot set up, got %s", tail(check.stdout, 30))
+	}
+}
+
+// vsphereProfile is providers/profiles/vsphere.yaml with its bin/ paths in
+// the test's binary directory.
+func vsphereProfile(t *testing.T) string {
+	t.Helper()
+	return testbin.VSphereProfile(t, t.TempDir(), binDir, nil)
+}
