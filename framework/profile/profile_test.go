@@ -125,6 +125,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-bad-timeout.yaml", []string{"timeouts.nodeInitialize", `"3x"`}},
 		{"invalid-timeout-without-unit.yaml", []string{"timeouts.nodeInitialize", `"30"`, "without a unit", "30s"}},
 		{"invalid-timeout-not-scalar.yaml", []string{"timeouts.nodeDeletion", "not a duration"}},
+		{"invalid-timeout-below-floor.yaml", []string{"timeouts.nodeKeep", `"2s"`, "below its floor of 10s"}},
 		{"invalid-bad-port-variable.yaml", []string{"ccm.binary.args", "${FREE_PORT_metrics}", "${FREE_PORT_<NAME>}"}},
 		{"invalid-unknown-timeout.yaml", []string{"timeouts", `"nodeInitialise"`, "nodeInitialize"}},
 		{"invalid-unknown-capability.yaml", []string{"capabilities[1]", `"load-balancer"`, "LoadBalancer"}},

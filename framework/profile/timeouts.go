@@ -161,9 +161,33 @@ func (t Timeouts) validate(path *field.Path) field.ErrorList {
 		}
 		if d <= 0 {
 			errs = append(errs, field.Invalid(p, value, "must be positive"))
+			continue
+		}
+		if floor, ok := negativeWindowFloors[name]; ok && d < floor {
+			errs = append(errs, field.Invalid(p, value, fmt.Sprintf("a negative window below its floor of %s: a spec that waits this long for something not to happen passes whatever the CCM does (docs/profile.md, \"Negative windows\")", floor)))
 		}
 	}
 	return errs
+}
+
+// negativeWindowFloors are the shortest the negative windows may be: the
+// waits in which a spec checks that something does not happen. Each starts
+// once a positive control shows the CCM has acted (docs/suites.md); the
+// floor keeps it long enough for the CCM's own loop to act again within it
+// (docs/profile.md gives the reason for each value). A shorter window
+// passes a CCM that does nothing wrong only because it was not watched.
+var negativeWindowFloors = map[TimeoutName]time.Duration{
+	NodeIPRejection:     1 * time.Second,
+	LoadBalancerIgnore:  1 * time.Second,
+	NodeKeep:            10 * time.Second,
+	LeaderMigrationHold: 2 * time.Second,
+}
+
+// NegativeWindowFloor returns the floor of a negative window, and false for
+// a timeout that is none.
+func NegativeWindowFloor(name TimeoutName) (time.Duration, bool) {
+	d, ok := negativeWindowFloors[name]
+	return d, ok
 }
 
 func isNumber(s string) bool {
