@@ -72,14 +72,22 @@ const (
 	ClassInterrupted = "interrupted"
 	// ClassLeak: the specs left things behind (*LeakError).
 	ClassLeak = "leak"
+	// ClassCCM: the CCM under test did not start or become ready (a
+	// *SetupError of a CCM step): the CCM's failure, not the environment's.
+	ClassCCM = "ccm"
 )
+
+// ccmSteps are the SetupError steps in which the CCM under test itself
+// failed: it exited, or never answered /healthz, or its pods never ran.
+var ccmSteps = map[string]bool{"ccm": true, "ccm deployment": true}
 
 // ErrorClass names what kind of harness error err is, for reports: one of
 // the Class constants, "" for nil, or ClassSetup for anything else.
 func ErrorClass(err error) string {
 	var (
-		inErr  *InputError
-		drvErr *DriverError
+		inErr    *InputError
+		drvErr   *DriverError
+		setupErr *SetupError
 	)
 	switch {
 	case err == nil:
@@ -92,6 +100,8 @@ func ErrorClass(err error) string {
 		return ClassInterrupted
 	case asLeak(err) != nil:
 		return ClassLeak
+	case errors.As(err, &setupErr) && ccmSteps[setupErr.Step]:
+		return ClassCCM
 	}
 	return ClassSetup
 }

@@ -133,7 +133,9 @@ func TestErrorClass(t *testing.T) {
 	}{
 		{nil, ""},
 		{&InputError{errors.New("bad")}, ClassInput},
-		{&SetupError{Step: "ccm", Err: errors.New("exited")}, ClassSetup},
+		{&SetupError{Step: "ccm", Err: errors.New("exited")}, ClassCCM},
+		{fmt.Errorf("lane 2: %w", &SetupError{Step: "ccm deployment", Err: errors.New("no pod ready")}), ClassCCM},
+		{&SetupError{Step: "cluster", Err: errors.New("etcd did not start")}, ClassSetup},
 		{&DriverError{Driver: "d", Err: errors.New("garbage")}, ClassDriver},
 		{fmt.Errorf("lane 1: %w", &DriverError{Driver: "d", Err: errors.New("garbage")}), ClassDriver},
 		{ErrInterrupted, ClassInterrupted},

@@ -124,15 +124,30 @@ func (r *Report) checkOne(version, name string) ProviderCheck {
 		newest := forVersion[0]
 		c.Pair = &newest
 	}
-	age := fmt.Sprintf("%.0fh", r.GeneratedAt.Sub(ps.LastRun).Hours())
+	// Staleness is per (provider, Kubernetes version): fresh runs of
+	// another version say nothing of this one.
+	var versionLast time.Time
+	for _, run := range ps.Runs {
+		if run.Pair.KubernetesVersion == version && run.Finished.After(versionLast) {
+			versionLast = run.Finished
+		}
+	}
+	staleAfter, _ := time.ParseDuration(r.StaleAfter)
+	stale := staleAfter > 0 && r.GeneratedAt.Sub(versionLast) > staleAfter
+	if versionLast.IsZero() {
+		// No run of the version to go by (a report made without
+		// runs): the provider's own staleness.
+		versionLast, stale = ps.LastRun, ps.Stale
+	}
+	age := fmt.Sprintf("%.0fh", r.GeneratedAt.Sub(versionLast).Hours())
 	switch {
 	case len(forVersion) == 0:
 		c.Status, c.Reason = StatusUntested, fmt.Sprintf("no judged run of Kubernetes %s", version)
 		if len(ps.Pairs) > 0 {
 			c.Reason += fmt.Sprintf(" (newest pair: %s)", ps.Pairs[0].Pair)
 		}
-	case ps.Stale:
-		c.Status, c.Reason = StatusStale, fmt.Sprintf("newest run finished %s, %s ago (limit %s)", ps.LastRun.UTC().Format(time.RFC3339), age, r.StaleAfter)
+	case stale:
+		c.Status, c.Reason = StatusStale, fmt.Sprintf("newest run of Kubernetes %s finished %s, %s ago (limit %s)", version, versionLast.UTC().Format(time.RFC3339), age, r.StaleAfter)
 		if c.LKG != nil {
 			c.Reason += "; last-known-good " + c.LKG.Pair.String()
 		}
@@ -163,6 +178,9 @@ func (r *Report) checkOne(version, name string) ProviderCheck {
 		if newest.HarnessFailures > 0 {
 			c.Reason += fmt.Sprintf("; %d run(s) failed with a harness error: %s", newest.HarnessFailures, strings.Join(newest.HarnessErrors, "; "))
 		}
+	}
+	if c.Pair != nil && c.Pair.SetupFailures > 0 {
+		c.Reason += fmt.Sprintf("; %d run(s) not counted, the environment failed (not the CCM): %s", c.Pair.SetupFailures, strings.Join(c.Pair.SetupErrors, "; "))
 	}
 	return c
 }

@@ -124,6 +124,12 @@ const (
 	// VerdictNone: the run says nothing (interrupted, or no
 	// release-blocking spec ran); it neither counts nor breaks a streak.
 	VerdictNone Verdict = "none"
+	// VerdictSetup: the environment failed, not the CCM (a cluster that
+	// did not start, a port another process took, bad input): no
+	// release-blocking spec failed and nothing was left behind. Shown
+	// with the pair and counted apart; it neither counts towards
+	// last-known-good nor makes a pair flaky or red.
+	VerdictSetup Verdict = "setup"
 	// VerdictPartial: no release-blocking spec failed, but the run did not
 	// run the whole release-blocking set: a label filter narrowed it, or a
 	// release-blocking spec of a capability the profile claims was
@@ -240,6 +246,8 @@ func Judge(r *store.Run) RunVerdict {
 		v.Verdict, v.Reason = VerdictFail, strings.Join(parts, "; ")
 	case interrupted:
 		v.Verdict, v.Reason = VerdictNone, "interrupted"
+	case r.Specs.HarnessErrorClass == prow.HarnessErrorSetup || r.Specs.HarnessErrorClass == prow.HarnessErrorInput:
+		v.Verdict, v.Reason = VerdictSetup, "the environment failed, not the CCM: "+v.HarnessError
 	case r.Specs.HarnessError != "":
 		v.Verdict, v.Reason = VerdictFail, "harness error: "+v.HarnessError
 	case v.LabelFilter != "" || len(v.Missing) > 0:
@@ -364,6 +372,11 @@ type PairStatus struct {
 	// teardown), and HarnessErrors are their distinct errors' first lines.
 	HarnessFailures int      `json:"harnessFailures,omitempty"`
 	HarnessErrors   []string `json:"harnessErrors,omitempty"`
+	// SetupFailures counts the runs whose environment failed (counted in
+	// Runs, neither passes nor failures), and SetupErrors are their
+	// distinct errors' first lines.
+	SetupFailures int      `json:"setupFailures,omitempty"`
+	SetupErrors   []string `json:"setupErrors,omitempty"`
 	// Partials counts the partial runs (counted in Runs, neither passes
 	// nor failures); LabelFilters are the label filters that narrowed
 	// them and MissingSpecs the release-blocking specs they left out.
@@ -490,6 +503,14 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 			p.Runs++
 			p.LastRun, p.LastBuild = r.Finished, r.ID
 			p.Capabilities, p.BlockingPassed = v.Capabilities, v.BlockingPassed
+			if v.Verdict == VerdictSetup {
+				// Shown, never counted: the CCM was not to blame.
+				p.SetupFailures++
+				if !contains(p.SetupErrors, v.HarnessError) {
+					p.SetupErrors = append(p.SetupErrors, v.HarnessError)
+				}
+				continue
+			}
 			if v.Verdict == VerdictPartial {
 				// Shown, never counted: a streak neither grows nor
 				// breaks.
@@ -532,6 +553,10 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 				p.State = PairFlaky
 			case p.Failures > 0:
 				p.State = PairRed
+			case p.Passes == 0 && p.Partials == 0:
+				// Only runs whose environment failed: no evidence
+				// either way yet.
+				p.State = PairPending
 			case p.Passes == 0:
 				p.State = PairPartial
 			case p.Streak >= cfg.Streak:

@@ -60,6 +60,19 @@ func (s *seq) run(provider string, pair Pair, ago time.Duration, outcome string)
 		r.Result = prow.ResultAborted
 		r.Specs.Interrupted = true
 		r.Specs.Specs[0].State = "interrupted"
+	case "setup":
+		// The environment failed after the cluster came up (a port
+		// another process took): not the CCM's failure.
+		r.Result = prow.ResultFailure
+		r.Specs.Specs = nil
+		r.Specs.HarnessError = "simulated nodes: listen tcp 127.64.0.3:10250: bind: address already in use"
+		r.Specs.HarnessErrorClass = prow.HarnessErrorSetup
+	case "ccmdown":
+		// The CCM under test exited before it was ready: its failure.
+		r.Result = prow.ResultFailure
+		r.Specs.Specs = nil
+		r.Specs.HarnessError = "ccm: exited with status 255 before /healthz answered"
+		r.Specs.HarnessErrorClass = prow.HarnessErrorCCM
 	case "nospecs":
 		r.Specs = nil
 	case "filtered":
@@ -137,6 +150,8 @@ func TestJudge(t *testing.T) {
 		want       Verdict
 		wantReason string
 	}{
+		{"the environment failed", s.run("p", k37a, time.Hour, "setup"), VerdictSetup, "the environment failed, not the CCM: simulated nodes"},
+		{"the CCM did not start", s.run("p", k37a, time.Hour, "ccmdown"), VerdictFail, "harness error: ccm: exited"},
 		{"interrupted after a release-blocking spec failed", abortedAfterFailure, VerdictFail, "interrupted; 1 release-blocking spec(s) failed: [loadbalancer] provisions a load balancer"},
 		{"interrupted after a release-blocking spec passed", abortedAfterPass, VerdictNone, "interrupted"},
 		{"leftovers fail a run whose specs passed", leaked, VerdictFail, "left 1 thing(s) behind: cloud load balancer lb-0003 (of Service ns/web)"},
@@ -249,6 +264,17 @@ func TestEvaluate(t *testing.T) {
 			wantPairs: map[Pair]PairState{k37a: PairGreen},
 			wantLKG:   &k37a,
 			wantStale: true,
+		},
+		{
+			name:      "environment failures neither count nor break a streak, nor make a pair flaky",
+			runs:      []*store.Run{s.run("p", k37a, 5*h, "pass"), s.run("p", k37a, 4*h, "setup"), s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, 2*h, "setup"), s.run("p", k37a, h, "pass")},
+			wantPairs: map[Pair]PairState{k37a: PairGreen},
+			wantLKG:   &k37a,
+		},
+		{
+			name:      "a CCM that does not start is a failure",
+			runs:      []*store.Run{s.run("p", k37a, 3*h, "pass"), s.run("p", k37a, 2*h, "ccmdown"), s.run("p", k37a, h, "pass")},
+			wantPairs: map[Pair]PairState{k37a: PairFlaky},
 		},
 		{
 			// An edited profile (other capabilities or timeouts) or a new
@@ -421,6 +447,25 @@ func TestRepublishedRunCountsOnce(t *testing.T) {
 
 // A failing run that the harness failed is named in the reason of the
 // pair it made flaky or red, as failing specs are.
+// Staleness is per (provider, Kubernetes version): a provider that runs
+// v1.36 every day but has not run v1.37.2 for 100 hours is stale for
+// v1.37.2, and fresh for v1.36.
+func TestCheckStalenessPerVersion(t *testing.T) {
+	var s seq
+	h := time.Hour
+	runs := []*store.Run{
+		s.run("p", k37a, 102*h, "pass"), s.run("p", k37a, 101*h, "pass"), s.run("p", k37a, 100*h, "pass"),
+		s.run("p", k36, 3*h, "pass"), s.run("p", k36, 2*h, "pass"), s.run("p", k36, h, "pass"),
+	}
+	rep := Evaluate(&store.Snapshot{Runs: runs}, Config{Now: func() time.Time { return now }})
+	if c := rep.Check("v1.37.2", nil).Providers[0]; c.Status != StatusStale || !strings.Contains(c.Reason, "newest run of Kubernetes v1.37.2") {
+		t.Errorf("v1.37.2: %s (%s), want stale", c.Status, c.Reason)
+	}
+	if c := rep.Check("v1.36.5", nil).Providers[0]; c.Status != StatusGreen {
+		t.Errorf("v1.36.5: %s (%s), want green", c.Status, c.Reason)
+	}
+}
+
 func TestCheckReasonNamesHarnessErrors(t *testing.T) {
 	var s seq
 	h := time.Hour

@@ -133,6 +133,18 @@ const SpecsVersion = 1
 // run says nothing about the CCM (the LKG rules count it for neither side).
 const HarnessErrorDriver = "driver"
 
+// HarnessErrorSetup and HarnessErrorInput are the classes of a run whose
+// environment could not be brought up or torn down (a cluster that did not
+// start, a port taken by another process) or whose input was bad: failures
+// outside the CCM, which the LKG rules count against neither side of the
+// pair. HarnessErrorCCM is a CCM under test that did not start or become
+// ready, which they count as the CCM's failure.
+const (
+	HarnessErrorSetup = "setup"
+	HarnessErrorInput = "input"
+	HarnessErrorCCM   = "ccm"
+)
+
 // SpecRecords is artifacts/specs.json: every spec of the run with its
 // suite, labels and outcome. It is what the LKG rules read.
 type SpecRecords struct {
