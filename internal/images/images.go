@@ -1,7 +1,9 @@
 // Package images builds executables of this module into OCI images FROM
 // scratch with go-containerregistry, without Docker's builder and without
 // pulling anything, and loads them into the local Docker engine. `make
-// images` builds the reference provider's CCM and cloud with it
+// images` builds the reference provider's CCM and cloud with it (Build);
+// `ccm-conformance ccm image` puts a provider's CCM, built elsewhere, into
+// the same image, labelled from its Go build info (BuildBinary)
 // (docs/images.md).
 package images
 
@@ -358,51 +360,68 @@ func buildImage(opts Options, t Target, tags []string, meta Metadata, binary str
 		return Built{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	repo := opts.Repository + "/" + t.Name
-	b := Built{Target: t, Tarball: filepath.Join(opts.OutDir, t.Name+".tar")}
+	var refs []string
 	for _, tag := range tags {
-		b.Tags = append(b.Tags, repo+":"+tag)
+		refs = append(refs, repo+":"+tag)
 	}
-	refs := map[name.Reference]v1.Image{}
-	for _, s := range b.Tags {
-		ref, err := name.NewTag(s)
-		if err != nil {
-			return Built{}, fmt.Errorf("%s: image name %q: %w", t.Name, s, err)
-		}
-		refs[ref] = img
-	}
-	id, err := img.ConfigName()
+	b, err := writeImage(img, t, refs, filepath.Join(opts.OutDir, t.Name+".tar"), opts.Progress)
 	if err != nil {
 		return Built{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	return b, nil
+}
+
+// writeImage writes img as a `docker save` tarball at path, tagged with
+// each of refs (REPOSITORY:TAG), whole or not at all.
+func writeImage(img v1.Image, t Target, refs []string, path string, progress io.Writer) (Built, error) {
+	b := Built{Target: t, Tags: refs, Tarball: path}
+	tagged := map[name.Reference]v1.Image{}
+	for _, s := range b.Tags {
+		ref, err := name.NewTag(s)
+		if err != nil {
+			return Built{}, fmt.Errorf("image name %q: %w", s, err)
+		}
+		tagged[ref] = img
+	}
+	id, err := img.ConfigName()
+	if err != nil {
+		return Built{}, err
+	}
 	b.ImageID = id.String()
 	tmp := b.Tarball + ".tmp"
-	if err := tarball.MultiRefWriteToFile(tmp, refs); err != nil {
+	if err := tarball.MultiRefWriteToFile(tmp, tagged); err != nil {
 		os.Remove(tmp)
-		return Built{}, fmt.Errorf("%s: writing %s: %w", t.Name, b.Tarball, err)
+		return Built{}, fmt.Errorf("writing %s: %w", b.Tarball, err)
 	}
 	if err := os.Rename(tmp, b.Tarball); err != nil {
 		os.Remove(tmp)
-		return Built{}, fmt.Errorf("%s: %w", t.Name, err)
+		return Built{}, err
 	}
 	size := ""
 	if info, err := os.Stat(b.Tarball); err == nil {
 		size = fmt.Sprintf(", %.1f MB", float64(info.Size())/1e6)
 	}
-	fmt.Fprintf(opts.Progress, "images: wrote %s (%s%s; image ID %s)\n", b.Tarball, strings.Join(b.Tags, ", "), size, b.ImageID)
+	fmt.Fprintf(progress, "images: wrote %s (%s%s; image ID %s)\n", b.Tarball, strings.Join(b.Tags, ", "), size, b.ImageID)
 	return b, nil
 }
 
 // load hands a tarball to the local Docker engine.
 func load(ctx context.Context, opts Options, b Built) error {
+	return dockerLoad(ctx, opts.Docker, b.Tarball, opts.Progress)
+}
+
+// dockerLoad runs `docker load -i tarball` and passes its lines on to
+// progress.
+func dockerLoad(ctx context.Context, docker, tarball string, progress io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, dockerLoadTimeout)
 	defer cancel()
-	out, err := run(ctx, "", nil, []string{opts.Docker, "load", "-i", b.Tarball})
+	out, err := run(ctx, "", nil, []string{docker, "load", "-i", tarball})
 	if err != nil {
 		return err
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line != "" {
-			fmt.Fprintf(opts.Progress, "images: docker load: %s\n", line)
+			fmt.Fprintf(progress, "images: docker load: %s\n", line)
 		}
 	}
 	return nil
