@@ -186,7 +186,7 @@ func TestListShowsDriverSkips(t *testing.T) {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
 	for _, want := range []string{
-		`lifts the taint when the instance starts again [NodeLifecycle] (skipped: cloud driver does not implement "instance stop")`,
+		`lifts the taint when the instance starts again [NodeLifecycle, ReleaseBlocking] (skipped: cloud driver does not implement "instance stop")`,
 		`(skipped: cloud driver does not implement "instance set-addresses")`,
 		"sets each node's providerID to its instance's [InstancesV2, ReleaseBlocking]\n",
 		" would skip\n",
@@ -218,7 +218,7 @@ func TestListShowsLabelsAndSkips(t *testing.T) {
 // balancers does: a profile claiming LoadBalancer alone skips it, naming
 // the capability, and still runs the other load balancer specs.
 func TestListHealthCheckNodePortIsACapabilityOfItsOwn(t *testing.T) {
-	const spec = "health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local [LoadBalancer, LoadBalancerHealthCheckNodePort]"
+	const spec = "health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local [LoadBalancer, LoadBalancerHealthCheckNodePort, ReleaseBlocking]"
 	tests := []struct {
 		name     string
 		edit     func(string) string
