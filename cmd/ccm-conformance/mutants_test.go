@@ -32,7 +32,7 @@ const (
 	nodeIPv4         = "NodeIPAnnotation && ReleaseBlocking"
 	instancesBlocker = "InstancesV2 && ReleaseBlocking && !NodeIPAnnotation"
 	// The load balancer specs without a capability of their own.
-	lbPlain = "LoadBalancer && !DataPath && !LeaderMigration && !ReleaseBlocking && !LoadBalancerUDP && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort"
+	lbPlain = "LoadBalancer && !DataPath && !LeaderMigration && !LoadBalancerUDP && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort && !RelaxedServiceNameValidation"
 	lbCore  = "LoadBalancer && ReleaseBlocking && !LeaderMigration"
 )
 
