@@ -19,13 +19,15 @@ import (
 )
 
 // lbLifeFilter selects the release-blocking specs of the LoadBalancer
-// capability alone, lbLifeSpecs of them: a load balancer's life (create,
-// update its ports, delete), the exclusion label, no node ports and
-// loadBalancerClass; none of the other load balancer capabilities' and not
-// the digit-first name's, whose spec depends on the Kubernetes version.
+// capability alone: a load balancer's life (create, update its ports,
+// delete), no node ports, loadBalancerClass and the exclusion label; none
+// of the other load balancer capabilities' and not the digit-first name's,
+// whose spec depends on the Kubernetes version. The clusters of these tests
+// have no nodes, so the exclusion label's spec skips (it needs a backend
+// node to label) and lbLifeSpecs of them run.
 const lbLifeFilter = "LoadBalancer && ReleaseBlocking && !DataPath && !LeaderMigration && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort && !LoadBalancerUDP && !RelaxedServiceNameValidation"
 
-const lbLifeSpecs = 6
+const lbLifeSpecs = 5
 
 // binDir holds kubetest2-tester-ccm and the reference provider, built once
 // by TestMain from this checkout, under the names kubetest2 looks for.
