@@ -211,10 +211,7 @@ func runMutant(t *testing.T, m mutant, clusterDir string) mutantOutcome {
 // was asserted (file:line, from specs.json).
 func publishedVerdict(t *testing.T, artifacts string) (verdict, reason string, at []string) {
 	t.Helper()
-	storeURL := "file://" + t.TempDir()
-	if res := runHarness(t, nil, "publish", "--store", storeURL, artifacts); res.code != 0 {
-		t.Fatalf("publish: exit code %d: %s", res.code, res.stderr)
-	}
+	storeURL := publishToNewStore(t, artifacts)
 	res := runHarness(t, nil, "lkg", "show", "--store", storeURL, "-o", "json")
 	if res.code != 0 {
 		t.Fatalf("lkg show: exit code %d: %s", res.code, res.stderr)
@@ -241,6 +238,17 @@ func publishedVerdict(t *testing.T, artifacts string) (verdict, reason string, a
 		}
 	}
 	return string(v.Verdict), v.Reason, at
+}
+
+// publishToNewStore publishes a run directory into a file:// store of its
+// own, as a provider's CI would, and returns the store's URL.
+func publishToNewStore(t *testing.T, artifacts string) string {
+	t.Helper()
+	storeURL := "file://" + t.TempDir()
+	if res := runHarness(t, nil, "publish", "--store", storeURL, artifacts); res.code != 0 {
+		t.Fatalf("publish: exit code %d: %s", res.code, res.stderr)
+	}
+	return storeURL
 }
 
 // The release team's case (issue: a CCM with every load balancer open and
@@ -315,18 +323,11 @@ func mutantTable(outcomes []mutantOutcome, took time.Duration) string {
 	if len(outcomes) > 0 && outcomes[0].unfiltered {
 		fmt.Fprintf(&b, "\n| mutant (--reference-defects) | run as | specs that caught it | first line of the failure | LKG verdict | release-blocking failures asserted at | run |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, o := range outcomes {
-			var caught []string
-			for _, c := range o.caughtBy {
-				caught = append(caught, shortSpec(c))
-			}
-			if len(caught) == 0 {
-				caught = []string{"**none: survived**"}
-			}
 			verdict := "**" + o.verdict + "**"
 			if o.verdict != "fail" {
 				verdict += ": " + strings.ReplaceAll(o.reason, "|", `\|`)
 			}
-			fmt.Fprintf(&b, "| `%s` | published (no filter) | %s | %s | %s | %s | %.0fs |\n", o.m.defect, strings.Join(caught, "; "),
+			fmt.Fprintf(&b, "| `%s` | published (no filter) | %s | %s | %s | %s | %.0fs |\n", o.m.defect, caughtCell(o),
 				strings.ReplaceAll(o.message, "|", `\|`), verdict, strings.Join(o.at, ", "), o.took.Seconds())
 		}
 		fmt.Fprintf(&b, "\n%d mutants, all runs took %s\n", len(outcomes), took.Round(time.Second))
@@ -334,18 +335,23 @@ func mutantTable(outcomes []mutantOutcome, took time.Duration) string {
 	}
 	fmt.Fprintf(&b, "\n| mutant (--reference-defects) | label filter | specs that caught it | first line of the failure | run |\n| --- | --- | --- | --- | --- |\n")
 	for _, o := range outcomes {
-		var caught []string
-		for _, c := range o.caughtBy {
-			caught = append(caught, shortSpec(c))
-		}
-		if len(caught) == 0 {
-			caught = []string{"**none: survived**"}
-		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %.0fs |\n", o.m.defect, o.m.labelFilter, strings.Join(caught, "; "),
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %.0fs |\n", o.m.defect, o.m.labelFilter, caughtCell(o),
 			strings.ReplaceAll(o.message, "|", `\|`), o.took.Seconds())
 	}
 	fmt.Fprintf(&b, "\n%d mutants, all runs took %s\n", len(outcomes), took.Round(time.Second))
 	return b.String()
+}
+
+// caughtCell lists the specs that caught a mutant, for the table.
+func caughtCell(o mutantOutcome) string {
+	if len(o.caughtBy) == 0 {
+		return "**none: survived**"
+	}
+	caught := make([]string, len(o.caughtBy))
+	for i, c := range o.caughtBy {
+		caught[i] = shortSpec(c)
+	}
+	return strings.Join(caught, "; ")
 }
 
 // shortSpec is the part of a spec's name after its Describe text.

@@ -94,10 +94,7 @@ func TestIntegrationVSphereFindings(t *testing.T) {
 	}
 
 	// Published, the release team's check answers as docs/findings.md says.
-	storeURL := "file://" + t.TempDir()
-	if r := runHarness(t, nil, "publish", "--store", storeURL, artifacts); r.code != 0 {
-		t.Fatalf("publish: exit %d: %s", r.code, r.stderr)
-	}
+	storeURL := publishToNewStore(t, artifacts)
 	check := runHarness(t, nil, "lkg", "check", "--store", storeURL, "--kubernetes", "v1.37.2", "--providers", "vsphere", "-o", "json")
 	if check.code != 1 {
 		t.Fatalf("lkg check: exit %d, want 1 (not green)\n%s%s", check.code, check.stdout, check.stderr)

@@ -183,13 +183,6 @@ var negativeWindowFloors = map[TimeoutName]time.Duration{
 	LeaderMigrationHold: 2 * time.Second,
 }
 
-// NegativeWindowFloor returns the floor of a negative window, and false for
-// a timeout that is none.
-func NegativeWindowFloor(name TimeoutName) (time.Duration, bool) {
-	d, ok := negativeWindowFloors[name]
-	return d, ok
-}
-
 func isNumber(s string) bool {
 	s = strings.TrimPrefix(s, "-")
 	if s == "" {
