@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
@@ -147,6 +149,11 @@ func (f *Framework) SkipUnlessCapable() {
 // RequireDriverVerbs skips the current spec when the cloud driver is
 // missing or does not implement every verb.
 func (f *Framework) RequireDriverVerbs(verbs ...clouddriver.Verb) {
+	for _, v := range verbs {
+		if v.SimulatorOnly() {
+			mustDeclareNeed(blocking.SimulatedCloud)
+		}
+	}
 	if f.Driver == nil {
 		ginkgo.Skip(fmt.Sprintf("profile %q has no cloud driver; this spec needs %s", f.Profile.Name, quoteVerbs(verbs)))
 	}
@@ -160,10 +167,22 @@ func (f *Framework) RequireDriverVerbs(verbs ...clouddriver.Verb) {
 // RequireMachines skips the current spec unless the harness can add
 // simulated machines to this cluster.
 func (f *Framework) RequireMachines() {
+	mustDeclareNeed(blocking.SimulatedNodes)
 	if f.Machines == nil {
 		ginkgo.Skip("this cluster's nodes are real machines; the spec needs simulated ones (local backend)")
 	}
 	f.RequireDriverVerbs(clouddriver.VerbInstanceCreate, clouddriver.VerbInstanceDelete)
+}
+
+// mustDeclareNeed fails the current spec when it is release-blocking and
+// does not carry the label of a need it has: the verdict and `list` read
+// the label to know on which backends the spec blocks, so a missing one
+// is a harness bug, caught by the first run of the spec anywhere.
+func mustDeclareNeed(n blocking.Need) {
+	labels := ginkgo.CurrentSpecReport().Labels()
+	if slices.Contains(labels, blocking.Label) && !slices.Contains(labels, string(n)) {
+		ginkgo.Fail(fmt.Sprintf("[harness] this release-blocking spec needs %s but lacks the label %s (framework/blocking)", n.What(), n))
+	}
 }
 
 func quoteVerbs(verbs []clouddriver.Verb) string {
@@ -176,9 +195,17 @@ func quoteVerbs(verbs []clouddriver.Verb) string {
 
 // ReleaseBlocking labels the specs whose results decide a last-known-good
 // pair (docs/lkg.md): the core behaviour every CCM with the capability must
-// have, in any environment. It is not a capability, so it never causes a
-// skip.
-const ReleaseBlocking = "ReleaseBlocking"
+// have. It is not a capability, so it never causes a skip.
+const ReleaseBlocking = blocking.Label
+
+// NeedsSimulatedNodes and NeedsSimulatedCloud label a release-blocking spec
+// that only some backends can run (package blocking says which): it blocks
+// there and nowhere else. They go with the checks that skip the spec
+// elsewhere (RequireMachines; RequireDriverVerbs of a simulator-only verb).
+const (
+	NeedsSimulatedNodes = string(blocking.SimulatedNodes)
+	NeedsSimulatedCloud = string(blocking.SimulatedCloud)
+)
 
 // JoiningNode returns the name of a node on which the spec can see the CCM
 // act (what it does, as in "program a route", is for the skip message): a

@@ -205,11 +205,55 @@ func TestListShowsLabelsAndSkips(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
-	if !strings.Contains(res.stdout, "[NodeIPAnnotation, InstancesV2, DualStack] (skipped: missing DualStack)") {
+	if !strings.Contains(res.stdout, "[NodeIPAnnotation, InstancesV2, NeedsSimulatedNodes, NeedsSimulatedCloud, DualStack] (skipped: missing DualStack)") {
 		t.Errorf("list does not mark the DualStack specs as skipped:\n%s", res.stdout)
 	}
 	if !strings.Contains(res.stdout, "sets each node's providerID to its instance's [InstancesV2, ReleaseBlocking]\n") {
 		t.Errorf("list does not show a runnable spec unmarked:\n%s", res.stdout)
+	}
+}
+
+// list --backend foresees a run on that backend and judges it by the
+// verdict's own rules: on kind the node IP specs, which need simulated
+// nodes, are marked as not release-blocking there and their capability as
+// unjudged; on an existing cluster the specs that watch a node join skip,
+// so such a run would be partial.
+func TestListForeseesTheVerdictOnEachBackend(t *testing.T) {
+	profile := referenceProfile(t, t.TempDir(), nil, nil)
+	tests := []struct {
+		backend string
+		want    []string
+	}{
+		{"local", []string{
+			"makes an IPv4 node IP the node's only InternalIP, listed first, keeping other address types [NodeIPAnnotation, InstancesV2, NeedsSimulatedNodes, NeedsSimulatedCloud, ReleaseBlocking]\n",
+			"\na run on local can be last-known-good: 29 release-blocking spec(s) would run\n",
+		}},
+		{"kind", []string{
+			"[NodeIPAnnotation, InstancesV2, NeedsSimulatedNodes, NeedsSimulatedCloud, ReleaseBlocking] (not release-blocking here: needs simulated nodes, which the kind backend does not have) (skipped: ",
+			"\na run on kind can be last-known-good: ",
+			"; no release-blocking spec judges NodeIPAnnotation, IPv6, DualStack there\n",
+		}},
+		{"kubeconfig", []string{
+			"(not release-blocking here: needs simulated nodes and a simulated cloud, which the kubeconfig backend does not have)",
+			"\na run on kubeconfig cannot be last-known-good (it would be partial): 8 release-blocking spec(s) of claimed capabilities did not run: [",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.backend, func(t *testing.T) {
+			res := runHarness(t, nil, "list", "--provider", profile, "--backend", tt.backend)
+			if res.code != 0 {
+				t.Fatalf("exit %d: %s", res.code, res.stderr)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(res.stdout, want) {
+					t.Errorf("list --backend %s lacks %q:\n%s", tt.backend, want, res.stdout)
+				}
+			}
+		})
+	}
+	res := runHarness(t, nil, "list", "--backend", "gke")
+	if res.code != 2 || !strings.Contains(res.stderr, `--backend "gke": want one of local, kind, kubeconfig`) {
+		t.Errorf("list --backend gke: exit %d, stderr %q; want 2 and the flag named", res.code, res.stderr)
 	}
 }
 

@@ -28,6 +28,18 @@ const (
 	VerbCallsList            Verb = "calls list"
 )
 
+// SimulatorOnly reports whether only a driver over a simulated cloud can
+// implement the verb: no real cloud's API lets a caller make it fail on
+// purpose or rewrite an instance's addresses (docs/cloud-driver.md,
+// "Simulator-only verbs, and why").
+func (v Verb) SimulatorOnly() bool {
+	switch v {
+	case VerbInstanceSetAddresses, VerbFaultInject, VerbFaultClear:
+		return true
+	}
+	return false
+}
+
 // Fault targets for VerbFaultInject.
 const (
 	FaultTargetInstances     = "instances"

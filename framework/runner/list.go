@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 )
@@ -28,6 +30,19 @@ type SpecInfo struct {
 	// capability, a verb the cloud driver lacks, no simulated machines);
 	// empty when it would run. Only ListForProfile sets it.
 	Skip string `json:"skip,omitempty"`
+	// ReleaseBlocking: the spec decides the verdict of a run on the
+	// listed backend; NotBlockingWhy says why a spec labelled
+	// ReleaseBlocking does not there (package blocking).
+	ReleaseBlocking bool   `json:"releaseBlocking"`
+	NotBlockingWhy  string `json:"notBlockingWhy,omitempty"`
+}
+
+// MarkReleaseBlocking sets each spec's ReleaseBlocking and NotBlockingWhy
+// for a run on backend.
+func MarkReleaseBlocking(specs []SpecInfo, backend string) {
+	for i := range specs {
+		specs[i].ReleaseBlocking, specs[i].NotBlockingWhy = blocking.Blocks(specs[i].Labels, backend)
+	}
 }
 
 // ListOptions say what ListForProfile lists.
@@ -36,10 +51,13 @@ type ListOptions struct {
 	LabelFilter string
 	// ProfilePath is the profile whose run is foreseen. Required.
 	ProfilePath string
-	// SimulatesNodes foresees a run on a backend whose nodes the harness
-	// simulates (the local one, as `run` uses by default): specs that need
-	// machines can have them when the cloud driver creates instances.
-	SimulatesNodes bool
+	// Backend is the backend of the foreseen run (blocking.Local, Kind or
+	// Kubeconfig). On the local one the harness simulates the nodes, so
+	// specs that need machines can have them when the cloud driver creates
+	// instances; on kind the nodes await the CCM when the run begins, so
+	// specs that watch a node join can use one of them; an existing
+	// cluster has neither.
+	Backend string
 	// ClusterCIDRs are the pod networks of the foreseen cluster when its
 	// backend knows them (the local one does); default the profile's
 	// cluster.clusterCIDRs.
@@ -57,11 +75,14 @@ const listProbeTimeout = time.Minute
 // makes first (capabilities, cloud-driver verbs, simulated machines, CCM
 // instances) skip it as in a real run, and its first step past them ends
 // it. Like Run, it can be called once per process (a ginkgo limit).
-func ListForProfile(ctx context.Context, opts ListOptions) ([]SpecInfo, error) {
+func ListForProfile(ctx context.Context, opts ListOptions) (*ProfileListing, error) {
 	if opts.LabelFilter != "" {
 		if _, err := types.ParseLabelFilter(opts.LabelFilter); err != nil {
 			return nil, &InputError{fmt.Errorf("--label-filter %q: %s", opts.LabelFilter, labelFilterError(err))}
 		}
+	}
+	if !slices.Contains(blocking.Backends, opts.Backend) {
+		return nil, &InputError{fmt.Errorf("--backend %q: want one of %s", opts.Backend, strings.Join(blocking.Backends, ", "))}
 	}
 	checked, err := CheckProfile(ctx, CheckOptions{ProfilePath: opts.ProfilePath})
 	if err != nil {
@@ -79,18 +100,26 @@ func ListForProfile(ctx context.Context, opts ListOptions) ([]SpecInfo, error) {
 	}
 	if p.CCM.HarnessStarts() {
 		f.CCMInstances = probeCCMs{}
-		if opts.SimulatesNodes && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
+		if opts.Backend == blocking.Local && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
 			f.Machines = &framework.Machines{}
 		}
+	}
+	if opts.Backend == blocking.Kind {
+		// kind's nodes start with the uninitialized taint, for the CCM the
+		// harness deploys.
+		f.NodesAwaitingCCM = []string{"kind-worker"}
 	}
 	restore, err := silenceStdout()
 	if err != nil {
 		return nil, err
 	}
+	listing := &ProfileListing{Backend: opts.Backend}
+	for _, c := range p.Capabilities {
+		listing.Capabilities = append(listing.Capabilities, string(c))
+	}
 	report := specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, out: io.Discard, timeout: listProbeTimeout}.run(f)
 	restore()
 
-	var specs []SpecInfo
 	for _, s := range report.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt || (opts.LabelFilter != "" && !matches(opts.LabelFilter, s.Labels())) {
 			continue
@@ -99,9 +128,18 @@ func ListForProfile(ctx context.Context, opts ListOptions) ([]SpecInfo, error) {
 		if s.State == types.SpecStateSkipped {
 			info.Skip = oneLine(s.Failure.Message)
 		}
-		specs = append(specs, info)
+		listing.Specs = append(listing.Specs, info)
 	}
-	return specs, nil
+	MarkReleaseBlocking(listing.Specs, opts.Backend)
+	return listing, nil
+}
+
+// ProfileListing is what ListForProfile foresees of a run.
+type ProfileListing struct {
+	Specs []SpecInfo
+	// Capabilities are the profile's, Backend the foreseen run's.
+	Capabilities []string
+	Backend      string
 }
 
 // probeCCMs stands for the CCM instances a run could start.

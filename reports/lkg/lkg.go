@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
@@ -20,8 +21,8 @@ import (
 // Defaults of Config.
 const (
 	// ReleaseBlockingLabel is the ginkgo label of the specs the rules
-	// judge a run by.
-	ReleaseBlockingLabel = "ReleaseBlocking"
+	// judge a run by (on the backends package blocking says).
+	ReleaseBlockingLabel = blocking.Label
 	// DefaultStaleAfter is how old a provider's newest run may be.
 	DefaultStaleAfter = 72 * time.Hour
 	// DefaultStreak is how many passing runs make a pair good.
@@ -159,6 +160,15 @@ type RunVerdict struct {
 	// how many release-blocking specs passed: what a green cell covers.
 	Capabilities   []string `json:"capabilities,omitempty"`
 	BlockingPassed int      `json:"blockingPassed"`
+	// Backend is the backend the run used ("" in runs that predate its
+	// record), which decides which labelled specs block (package
+	// blocking).
+	Backend string `json:"backend,omitempty"`
+	// Unjudged are the claimed capabilities that none of the run's
+	// release-blocking specs judged: each of their labelled specs needs
+	// what the backend lacks (NodeIPAnnotation on kind, which does not
+	// simulate nodes). A green cell says nothing about them.
+	Unjudged []string `json:"unjudged,omitempty"`
 	// Leftovers name what the run left behind (specs.json's leftovers).
 	Leftovers []string `json:"leftovers,omitempty"`
 	// Missing lists the release-blocking specs of claimed capabilities
@@ -167,12 +177,15 @@ type RunVerdict struct {
 }
 
 // Judge gives a run's verdict. The release-blocking specs are those
-// labelled ReleaseBlockingLabel, or every spec when none is (a run of an
-// older suite set). A run that did not run all of them (a label filter
-// narrowed it, or a release-blocking spec of a claimed capability was
-// skipped) is partial unless one of them failed.
+// labelled ReleaseBlockingLabel that block on the run's backend (package
+// blocking: a spec that needs simulated nodes blocks only where nodes are
+// simulated), or every spec when none is labelled (a run of an older
+// suite set). A run that did not run all of them (a label filter narrowed
+// it, or a release-blocking spec of a claimed capability was skipped) is
+// partial unless one of them failed.
 func Judge(r *store.Run) RunVerdict {
 	v := RunVerdict{Build: r.Build, Started: r.Started, Finished: r.Finished, Pair: pairOf(r)}
+	v.Backend, _ = r.Metadata[prow.MetaBackend].(string)
 	if r.Specs == nil {
 		v.Verdict, v.Reason = VerdictNone, "no "+prow.SpecsFile
 		if r.Result == prow.ResultAborted {
@@ -193,17 +206,20 @@ func Judge(r *store.Run) RunVerdict {
 	if v.LabelFilter == "" {
 		v.LabelFilter, _ = r.Metadata[prow.MetaLabelFilter].(string)
 	}
-	var blocking []prow.SpecRecord
+	var blockers []prow.SpecRecord
+	labelled := false
 	for _, s := range r.Specs.Specs {
-		if s.HasLabel(ReleaseBlockingLabel) {
-			blocking = append(blocking, s)
+		labelled = labelled || s.HasLabel(ReleaseBlockingLabel)
+		if ok, _ := blocking.Blocks(s.Labels, v.Backend); ok {
+			blockers = append(blockers, s)
 		}
 	}
-	if len(blocking) == 0 {
-		blocking = r.Specs.Specs
+	if !labelled {
+		blockers = r.Specs.Specs
 	}
+	v.Unjudged = unjudged(v.Capabilities, r.Specs.Specs, blockers)
 	passed := 0
-	for _, s := range blocking {
+	for _, s := range blockers {
 		switch {
 		case failed(s):
 			v.Failed = append(v.Failed, s.Text)
@@ -258,6 +274,32 @@ func Judge(r *store.Run) RunVerdict {
 		v.Verdict = VerdictPass
 	}
 	return v
+}
+
+// unjudged returns the claimed capabilities that no spec among blockers
+// judges, though some spec of the run is labelled with the capability and
+// release-blocking: every such spec was excused by the backend. A
+// capability no release-blocking spec names at all (there is none today)
+// is not reported: nothing is lost on this backend that another has.
+func unjudged(claimed []string, specs, blockers []prow.SpecRecord) []string {
+	var out []string
+	for _, c := range claimed {
+		judged, named := false, false
+		for _, s := range specs {
+			if s.HasLabel(c) && s.HasLabel(ReleaseBlockingLabel) {
+				named = true
+			}
+		}
+		for _, s := range blockers {
+			if s.HasLabel(c) {
+				judged = true
+			}
+		}
+		if named && !judged {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // notDeclared is how a spec skipped for a capability the profile does not
@@ -366,6 +408,10 @@ type PairStatus struct {
 	// specs passed.
 	Capabilities   []string `json:"capabilities,omitempty"`
 	BlockingPassed int      `json:"blockingPassed"`
+	// Backend and Unjudged are the newest judged run's too: where it ran,
+	// and the claimed capabilities no release-blocking spec judged there.
+	Backend  string   `json:"backend,omitempty"`
+	Unjudged []string `json:"unjudged,omitempty"`
 	// FailedSpecs are the release-blocking specs that failed in any run.
 	FailedSpecs []string `json:"failedSpecs,omitempty"`
 	// HarnessFailures counts the runs the harness failed (a setup step,
@@ -444,7 +490,14 @@ func (p PairStatus) Coverage() string {
 	if len(p.Capabilities) > 0 {
 		caps = "capabilities " + strings.Join(p.Capabilities, ", ")
 	}
-	return fmt.Sprintf("%d release-blocking spec(s) passed; %s", p.BlockingPassed, caps)
+	s := fmt.Sprintf("%d release-blocking spec(s) passed; %s", p.BlockingPassed, caps)
+	if p.Backend != "" {
+		s += "; on " + p.Backend
+	}
+	if len(p.Unjudged) > 0 {
+		s += "; not judged there: " + strings.Join(p.Unjudged, ", ")
+	}
+	return s
 }
 
 // Evaluate applies the rules to a snapshot of a store. It never fails: a
@@ -503,6 +556,7 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 			p.Runs++
 			p.LastRun, p.LastBuild = r.Finished, r.ID
 			p.Capabilities, p.BlockingPassed = v.Capabilities, v.BlockingPassed
+			p.Backend, p.Unjudged = v.Backend, v.Unjudged
 			if v.Verdict == VerdictSetup {
 				// Shown, never counted: the CCM was not to blame.
 				p.SetupFailures++

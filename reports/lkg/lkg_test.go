@@ -2,6 +2,7 @@ package lkg
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,12 +145,32 @@ func TestJudge(t *testing.T) {
 	leakedAndFailed := s.run("p", k37a, time.Hour, "fail")
 	leakedAndFailed.Specs.Leftovers = []string{"cloud route r-0001"}
 
+	// A release-blocking spec that needs simulated nodes (package
+	// blocking), skipped: a hole where nodes are simulated, excused on
+	// kind, and a hole in a run that did not record its backend.
+	needsNodes := func(backend, state string) *store.Run {
+		r := s.run("p", k37a, time.Hour, "pass")
+		r.Specs.Capabilities = []string{"InstancesV2", "NodeIPAnnotation"}
+		r.Specs.Specs = append(r.Specs.Specs, prow.SpecRecord{Suite: "nodeip", Text: "[nodeip] makes an IPv4 node IP the node's only InternalIP",
+			Labels: []string{"NodeIPAnnotation", "InstancesV2", "NeedsSimulatedNodes", ReleaseBlockingLabel}, State: state,
+			SkipReason: "this cluster's nodes are real machines; the spec needs simulated ones (local backend)"})
+		if backend != "" {
+			r.Metadata = map[string]any{prow.MetaBackend: backend}
+		}
+		return r
+	}
+
 	tests := []struct {
 		name       string
 		run        *store.Run
 		want       Verdict
 		wantReason string
 	}{
+		{"a spec needing simulated nodes skipped on the local backend", needsNodes("local", "skipped"), VerdictPartial, "did not run: [nodeip] makes an IPv4 node IP"},
+		{"a spec needing simulated nodes skipped on kind", needsNodes("kind", "skipped"), VerdictPass, ""},
+		{"a spec needing simulated nodes skipped where the backend is unknown", needsNodes("", "skipped"), VerdictPartial, "did not run: [nodeip]"},
+		{"a spec needing simulated nodes failed on the local backend", needsNodes("local", "failed"), VerdictFail, "[nodeip] makes an IPv4 node IP"},
+		{"a spec needing simulated nodes failed on kind, where it does not block", needsNodes("kind", "failed"), VerdictPass, ""},
 		{"the environment failed", s.run("p", k37a, time.Hour, "setup"), VerdictSetup, "the environment failed, not the CCM: simulated nodes"},
 		{"the CCM did not start", s.run("p", k37a, time.Hour, "ccmdown"), VerdictFail, "harness error: ccm: exited"},
 		{"interrupted after a release-blocking spec failed", abortedAfterFailure, VerdictFail, "interrupted; 1 release-blocking spec(s) failed: [loadbalancer] provisions a load balancer"},
@@ -183,6 +204,28 @@ func TestJudge(t *testing.T) {
 				t.Errorf("verdict %s (%q), want %s (…%s…)", v.Verdict, v.Reason, tt.want, tt.wantReason)
 			}
 		})
+	}
+}
+
+func TestJudgeNamesCapabilitiesTheBackendLeftUnjudged(t *testing.T) {
+	var s seq
+	r := s.run("p", k37a, time.Hour, "pass")
+	r.Specs.Capabilities = []string{"InstancesV2", "NodeIPAnnotation"}
+	r.Specs.Specs = append(r.Specs.Specs, prow.SpecRecord{Suite: "nodeip", Text: "[nodeip] makes an IPv4 node IP the node's only InternalIP",
+		Labels: []string{"NodeIPAnnotation", "InstancesV2", "NeedsSimulatedNodes", ReleaseBlockingLabel}, State: "skipped"})
+	for _, tt := range []struct {
+		backend string
+		want    []string
+	}{
+		{"local", nil},
+		{"kind", []string{"NodeIPAnnotation"}},
+		{"kubeconfig", []string{"NodeIPAnnotation"}},
+	} {
+		r.Metadata = map[string]any{prow.MetaBackend: tt.backend}
+		v := Judge(r)
+		if v.Backend != tt.backend || !slices.Equal(v.Unjudged, tt.want) {
+			t.Errorf("on %s: backend %q, unjudged %v; want %v", tt.backend, v.Backend, v.Unjudged, tt.want)
+		}
 	}
 }
 

@@ -65,7 +65,7 @@ func isFamily(addr string, fam family) bool {
 }
 
 func declare(f *framework.Framework) {
-	Describe("Node IP: the CCM honours the node IPs a kubelet announces", Label(string(profile.NodeIPAnnotation), string(profile.InstancesV2)), func() {
+	Describe("Node IP: the CCM honours the node IPs a kubelet announces", Label(string(profile.NodeIPAnnotation), string(profile.InstancesV2), framework.NeedsSimulatedNodes, framework.NeedsSimulatedCloud), func() {
 
 		// machineWithNodeIPs makes an instance of the families, adds one
 		// secondary internal address per family, and starts a kubelet that

@@ -199,7 +199,7 @@ func declare(f *framework.Framework) {
 			}
 		})
 
-		It("keeps every NotReady Node whose instance still exists, in every zone of the cluster, while it deletes the Node of a deleted instance", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
+		It("keeps every NotReady Node whose instance still exists, in every zone of the cluster, while it deletes the Node of a deleted instance", Label(framework.ReleaseBlocking, framework.NeedsSimulatedNodes), func(ctx SpecContext) {
 			f.RequireMachines()
 			f.RequireDriverVerbs(clouddriver.VerbInstanceDelete)
 			// Several nodes, one in each zone the cluster's instances are
@@ -353,7 +353,7 @@ func declare(f *framework.Framework) {
 			expectDeleted(ctx, name, "no instance of that name exists and the node is NotReady")
 		})
 
-		It("keeps a NotReady Node while the cloud answers instance lookups with errors, and deletes it once the cloud says the instance is gone", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
+		It("keeps a NotReady Node while the cloud answers instance lookups with errors, and deletes it once the cloud says the instance is gone", Label(framework.ReleaseBlocking, framework.NeedsSimulatedNodes, framework.NeedsSimulatedCloud), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbFaultInject, clouddriver.VerbFaultClear, clouddriver.VerbInstanceDelete)
 			m := initializedMachine(ctx, framework.MachineRequest{})
 
