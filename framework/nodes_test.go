@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
 func addr(t, a string) clouddriver.Address { return clouddriver.Address{Type: t, Address: a} }
@@ -241,6 +242,44 @@ func TestNodeInitReasons(t *testing.T) {
 			got := NodeInitReasons(tt.log, node)
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
+	}
+}
+
+// A cloud may register a subset of the eligible nodes when its profile
+// says so, never an excluded node or one the cluster lacks, and never none
+// while a node is eligible (upstream passes the stable node set; what a
+// cloud makes of it is the provider's).
+func TestCheckBackends(t *testing.T) {
+	node := func(name string, labels map[string]string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	excluded := map[string]string{corev1.LabelNodeExcludeBalancers: "true"}
+	nodes := []corev1.Node{node("a", nil), node("b", nil), node("x", excluded)}
+	tests := []struct {
+		name  string
+		mode  string
+		nodes []corev1.Node
+		got   []string
+		want  string // substring of the error; "" for none
+	}{
+		{"all: every eligible node", profile.BackendsAll, nodes, []string{"b", "a"}, ""},
+		{"all: one missing", profile.BackendsAll, nodes, []string{"a"}, "expected the eligible nodes [a b] as backends, saw [a]"},
+		{"all: an excluded node", profile.BackendsAll, nodes, []string{"a", "b", "x"}, "x (labelled node.kubernetes.io/exclude-from-external-load-balancers=\"true\")"},
+		{"all: an unknown node", profile.BackendsAll, nodes, []string{"a", "b", "ghost"}, "ghost (no such node)"},
+		{"all: no node, no backend", profile.BackendsAll, nil, nil, ""},
+		{"subset: one eligible node", profile.BackendsSubset, nodes, []string{"b"}, ""},
+		{"subset: every eligible node", profile.BackendsSubset, nodes, []string{"a", "b"}, ""},
+		{"subset: none, though nodes are eligible", profile.BackendsSubset, nodes, nil, "expected at least one of the eligible nodes [a b] as a backend"},
+		{"subset: an excluded node", profile.BackendsSubset, nodes, []string{"x"}, "x (labelled"},
+		{"subset: only excluded nodes in the cluster", profile.BackendsSubset, []corev1.Node{node("x", excluded)}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckBackends(tt.mode, tt.nodes, tt.got)
+			if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("CheckBackends = %v, want %q", err, tt.want)
 			}
 		})
 	}

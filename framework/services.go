@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
 // LoadBalancerCleanupFinalizer is the finalizer the service controller puts
@@ -101,6 +102,44 @@ func EligibleBackends(nodes []corev1.Node) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// CheckBackends says what is wrong with a cloud load balancer's backends
+// got, given the cluster's nodes and how the provider declares its load
+// balancers pick backends (profile loadBalancer.backends), or returns nil.
+// Either way no backend may be a node the service controller leaves out
+// (excluded, autoscaler-tainted, being deleted) or a node the cluster does
+// not have, and a load balancer with an eligible node to take must have a
+// backend: an empty list is no subset. With BackendsAll every eligible
+// node must be there. A cluster with no eligible node checks only that
+// none is registered; a spec that needs a backend to judge calls
+// RequireBackendNodes first.
+func CheckBackends(mode string, nodes []corev1.Node, got []string) error {
+	byName := map[string]*corev1.Node{}
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	var wrong []string
+	for _, b := range got {
+		n, ok := byName[b]
+		switch {
+		case !ok:
+			wrong = append(wrong, b+" (no such node)")
+		case notBackend(n) != "":
+			wrong = append(wrong, b+" ("+notBackend(n)+")")
+		}
+	}
+	if len(wrong) > 0 {
+		return fmt.Errorf("expected no backend that the service controller leaves out, saw %s", strings.Join(wrong, ", "))
+	}
+	eligible := EligibleBackends(nodes)
+	switch {
+	case mode == profile.BackendsSubset && len(eligible) > 0 && len(got) == 0:
+		return fmt.Errorf("expected at least one of the eligible nodes %v as a backend (the profile declares a subset), saw none", eligible)
+	case mode != profile.BackendsSubset && !slices.Equal(Sorted(got), eligible):
+		return fmt.Errorf("expected the eligible nodes %v as backends, saw %v", eligible, Sorted(got))
+	}
+	return nil
 }
 
 // ToBeDeletedTaint is the taint the cluster autoscaler puts on a node it is

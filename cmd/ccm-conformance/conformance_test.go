@@ -32,20 +32,24 @@ func TestIntegrationConformanceReference(t *testing.T) {
 }
 
 // A second correct cloud passes too: one whose instances have no Hostname
-// address and no instance type, as many real clouds' do. The specs must not
-// hold a correct CCM to what the reference cloud happens to report
+// address and no instance type, and whose load balancers register two of
+// the eligible nodes (of the profile's three and those specs add), as many
+// real clouds do; its profile declares the subset. The specs must not hold
+// a correct CCM to what the reference cloud happens to do
 // (k8s.io/cloud-provider then keeps the kubelet's Hostname address and sets
-// no instance-type labels).
-func TestIntegrationConformanceBareInstances(t *testing.T) {
+// no instance-type labels; the service controller hands the cloud every
+// eligible node and leaves the choice to it).
+func TestIntegrationConformanceSecondCorrectCloud(t *testing.T) {
 	skipUnlessIntegration(t)
-	bare := func(p string) string {
+	other := func(p string) string {
 		const cloud = `--listen, "unix://${RUN_DIR}/cloud.sock"]`
 		if !strings.Contains(p, cloud) {
 			t.Fatalf("reference.yaml no longer starts its cloud with %s", cloud)
 		}
-		return strings.Replace(p, cloud, `--listen, "unix://${RUN_DIR}/cloud.sock", --bare-instances]`, 1)
+		p = strings.Replace(p, cloud, `--listen, "unix://${RUN_DIR}/cloud.sock", --bare-instances, --backend-limit, "2"]`, 1)
+		return p + "\nloadBalancer:\n  backends: subset\n"
 	}
-	expectConformant(t, referenceProfile(t, t.TempDir(), nil, bare))
+	expectConformant(t, referenceProfile(t, t.TempDir(), nil, other))
 }
 
 // expectConformant runs the whole suite against profile and fails the test

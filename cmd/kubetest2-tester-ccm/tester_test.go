@@ -23,11 +23,12 @@ import (
 // delete), no node ports, loadBalancerClass and the exclusion label; none
 // of the other load balancer capabilities' and not the digit-first name's,
 // whose spec depends on the Kubernetes version. The clusters of these tests
-// have no nodes, so the exclusion label's spec skips (it needs a backend
-// node to label) and lbLifeSpecs of them run.
+// have no nodes, so the create spec and the exclusion label's spec skip
+// (each needs a node that can be a backend: one to judge the backends by,
+// one to label) and lbLifeSpecs of them run.
 const lbLifeFilter = "LoadBalancer && ReleaseBlocking && !DataPath && !LeaderMigration && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort && !LoadBalancerUDP && !RelaxedServiceNameValidation"
 
-const lbLifeSpecs = 5
+const lbLifeSpecs = 4
 
 // binDir holds kubetest2-tester-ccm and the reference provider, built once
 // by TestMain from this checkout, under the names kubetest2 looks for.

@@ -58,6 +58,9 @@ type Profile struct {
 	// LeaderMigration describes how the provider ships its CCM for a leader
 	// migration; only the leader migration suite reads it.
 	LeaderMigration *LeaderMigrationOptions `json:"leaderMigration,omitempty"`
+	// LoadBalancer says how the provider's load balancers behave where
+	// clouds differ and each way is correct.
+	LoadBalancer LoadBalancerOptions `json:"loadBalancer,omitempty"`
 
 	// Dir is the directory of the profile file; relative paths in the profile
 	// are resolved against it.
@@ -328,6 +331,26 @@ type LeaderMigrationOptions struct {
 	Config string `json:"config"`
 }
 
+// LoadBalancerOptions say how the provider's load balancers behave where
+// clouds differ and each way is correct (docs/profile.md).
+type LoadBalancerOptions struct {
+	// Backends says which of the nodes the service controller hands the
+	// CCM (the eligible ones) a load balancer registers: BackendsAll (the
+	// default) or BackendsSubset.
+	Backends string `json:"backends,omitempty"`
+}
+
+// The values of loadBalancer.backends.
+const (
+	// BackendsAll: every eligible node is a backend.
+	BackendsAll = "all"
+	// BackendsSubset: the cloud registers some of the eligible nodes, at
+	// least one (GCE's subsetting, Azure's node pools, AWS's
+	// target-node labels); which ones is its choice. Excluded nodes are
+	// never backends either way.
+	BackendsSubset = "subset"
+)
+
 // Cluster holds settings for clusters the harness creates itself (the
 // local backend). They are ignored for an existing cluster.
 type Cluster struct {
@@ -433,6 +456,9 @@ func (p *Profile) applyDefaults() {
 	if p.Cluster.PodRoutes == "" {
 		p.Cluster.PodRoutes = PodRoutesBackend
 	}
+	if p.LoadBalancer.Backends == "" {
+		p.LoadBalancer.Backends = BackendsAll
+	}
 	if len(p.Cluster.IPFamilies) == 0 {
 		p.Cluster.IPFamilies = []string{"IPv4"}
 	}
@@ -504,6 +530,9 @@ func (p *Profile) Validate() field.ErrorList {
 		famSeen[f] = true
 	}
 
+	if b := p.LoadBalancer.Backends; b != BackendsAll && b != BackendsSubset {
+		errs = append(errs, field.NotSupported(field.NewPath("loadBalancer", "backends"), b, []string{BackendsAll, BackendsSubset}))
+	}
 	if r := p.Cluster.PodRoutes; r != PodRoutesBackend && r != PodRoutesCloud {
 		errs = append(errs, field.NotSupported(cpath.Child("podRoutes"), r, []string{PodRoutesBackend, PodRoutesCloud}))
 	}

@@ -45,6 +45,12 @@ type Options struct {
 	// cloud; the harness's tests run both, so that an oracle written for
 	// one cannot hide (docs/reference-provider.md).
 	BareInstances bool
+	// BackendLimit, when above 0, makes every load balancer register at
+	// most that many of the nodes it is given, the first by name, as
+	// clouds that subset their backends do (GCE's subsetting, Azure's
+	// node pools, AWS's target-node labels). A profile of such a cloud
+	// says loadBalancer.backends: subset.
+	BackendLimit int
 	// Machines act on the real machines behind adopted instances
 	// (Adopt); nil when every instance is simulated.
 	Machines Machines
@@ -604,6 +610,9 @@ func (s *Server) ensureLoadBalancer(r *http.Request) (any, error) {
 		s.ingressSeq++
 		lb = &LoadBalancer{Name: name, IngressIP: ip.String()}
 		s.lbs[name] = lb
+	}
+	if s.opts.BackendLimit > 0 && len(spec.Backends) > s.opts.BackendLimit {
+		spec.Backends = spec.Backends[:s.opts.BackendLimit]
 	}
 	lb.LoadBalancerSpec = spec
 	if s.dp != nil {

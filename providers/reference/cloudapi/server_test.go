@@ -356,6 +356,22 @@ func TestLoadBalancerRecords(t *testing.T) {
 	}
 }
 
+// With a backend limit, a load balancer registers the first nodes by
+// name, and all of them when it is given fewer.
+func TestBackendLimit(t *testing.T) {
+	_, c := newTestCloud(t, Options{DisableDataPath: true, BackendLimit: 2})
+	for _, tt := range []struct{ given, want []string }{
+		{[]string{"n3", "n1", "n2"}, []string{"n1", "n2"}},
+		{[]string{"n4"}, []string{"n4"}},
+		{nil, []string{}},
+	} {
+		lb, err := c.EnsureLoadBalancer(t.Context(), "lb1", LoadBalancerSpec{Backends: tt.given})
+		if err != nil || !reflect.DeepEqual(lb.Backends, tt.want) {
+			t.Errorf("given %v: backends %v, %v; want %v", tt.given, lb.Backends, err, tt.want)
+		}
+	}
+}
+
 func TestRoutes(t *testing.T) {
 	_, c := newTestCloud(t, Options{DisableDataPath: true})
 	ctx := t.Context()

@@ -36,6 +36,7 @@ func run(args []string) int {
 	ingressRange := fs.String("ingress-ip-range", rangeAuto, `IPv4 range of load balancer ingress IPs; load balancers listen on them, so two clouds on one machine need different ranges. "auto" takes the upper half of the same /16 as --node-ip-range=auto`)
 	noDataPath := fs.Bool("no-data-path", false, "keep load balancers as records only; nothing listens on their ingress IPs")
 	bareInstances := fs.Bool("bare-instances", false, "report instances without a Hostname address and without an instance type (unless one is asked for), as many clouds do")
+	backendLimit := fs.Int("backend-limit", 0, "register at most this many of the nodes a load balancer is given, the first by name, as clouds that subset their backends do (0: all)")
 	kindCluster := fs.String("kind-cluster", "", "adopt the node containers of this kind cluster as instances (docker CLI): their addresses are the containers', and stopping, starting or deleting an instance does so to its container")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -45,7 +46,7 @@ func run(args []string) int {
 		logger.Print("usage: reference-cloud --listen unix:///path/cloud.sock [flags]")
 		return 2
 	}
-	opts := cloudapi.Options{Logf: logger.Printf, Seed: *seed, DisableDataPath: *noDataPath, BareInstances: *bareInstances}
+	opts := cloudapi.Options{Logf: logger.Printf, Seed: *seed, DisableDataPath: *noDataPath, BareInstances: *bareInstances, BackendLimit: *backendLimit}
 	var err error
 	if *nodeRange != rangeAuto {
 		if opts.NodeIPRange, err = parseIPv4Range(*nodeRange); err != nil {
