@@ -226,7 +226,7 @@ func TestListForeseesTheVerdictOnEachBackend(t *testing.T) {
 	}{
 		{"local", []string{
 			"makes an IPv4 node IP the node's only InternalIP, listed first, keeping other address types [NodeIPAnnotation, InstancesV2, NeedsSimulatedNodes, NeedsSimulatedCloud, ReleaseBlocking]\n",
-			"\na run on local can be last-known-good: 29 release-blocking spec(s) would run\n",
+			"\na run on local can be last-known-good: 30 release-blocking spec(s) would run\n",
 		}},
 		{"kind", []string{
 			"[NodeIPAnnotation, InstancesV2, NeedsSimulatedNodes, NeedsSimulatedCloud, ReleaseBlocking] (not release-blocking here: needs simulated nodes, which the kind backend does not have) (skipped: ",

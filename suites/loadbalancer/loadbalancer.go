@@ -276,6 +276,44 @@ func declare(f *framework.Framework) {
 		// Service names were DNS-1035 labels (a letter first) before v1.36;
 		// a CCM that builds cloud names from them, or checks them by the
 		// old rule, breaks on the first Service named like "8080-web".
+		// k8s.io/cloud-provider names a Service's load balancer from its
+		// UID (cloudprovider.DefaultLoadBalancerName), and every CCM must
+		// keep Services apart however it names them: one that names the
+		// cloud's load balancer from the Service's name alone gives two
+		// namespaces' "web" one load balancer, and deleting either takes
+		// the other's traffic.
+		It("gives Services of the same name in two namespaces load balancers of their own, and deleting one keeps the other's", Label(framework.ReleaseBlocking), func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+			ns, err := f.CreateNamespace(ctx, "lb")
+			Expect(err).NotTo(HaveOccurred(), "creating a second namespace")
+			DeferCleanup(f.DeleteNamespace, ns)
+			other := &lb{f: f, ns: ns}
+
+			l.create(ctx, "web", nil)
+			other.create(ctx, "web", nil)
+			svc, otherSvc := l.waitForIngress(ctx, "web"), other.waitForIngress(ctx, "web")
+			cloud, otherCloud := l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate), other.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+			ingress, otherIngress := framework.IngressAddresses(svc), framework.IngressAddresses(otherSvc)
+			Expect(cloud.Name).NotTo(Equal(otherCloud.Name), "Services %s/web and %s/web: expected a cloud load balancer each, saw both on %s", l.ns, ns, cloud.Name)
+			Expect(ingress).NotTo(Equal(otherIngress), "Services %s/web and %s/web: expected an ingress each, saw both at %s", l.ns, ns, ingress)
+
+			Expect(f.DeleteService(ctx, l.ns, "web")).To(Succeed(), "deleting Service %s/web", l.ns)
+			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				_, err := v.Service(l.ns, "web")
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Service %s/web: expected it deleted, saw it still there (err %v)", l.ns, err)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerDelete)).Should(Succeed())
+			// Consistently: the other Service keeps its load balancer, its
+			// ports and backends, for the window in which a wrong delete
+			// would show.
+			still := other.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			Expect(still.Name).To(Equal(otherCloud.Name), "Service %s/web: expected its cloud load balancer %s kept when %s/web was deleted, saw %s", ns, otherCloud.Name, l.ns, still.Name)
+			Consistently(ctx, func(g Gomega) {
+				now, err := other.cloudLB(ctx, otherSvc)
+				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/web", ns)
+				g.Expect(now.Exists).To(BeTrue(), "Service %s/web: expected its cloud load balancer %s kept when %s/web was deleted, saw it gone", ns, otherCloud.Name, l.ns)
+			}).WithTimeout(f.Timeout(profile.LoadBalancerIgnore)).WithPolling(l.poll()).Should(Succeed())
+		})
+
 		It("gives a Service whose name starts with a digit an ingress and a cloud load balancer, and deletes it with the Service", Label(framework.RelaxedServiceNames.Label, framework.ReleaseBlocking), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			const name = "8080-web"

@@ -133,6 +133,10 @@ const (
 	// route of the cloud that this CCM process did not create: an
 	// operator's route, another cluster's, one outside the cluster CIDR.
 	DefectPruneUnmadeRoutes Defect = "prune-unmade-routes"
+	// DefectLBNamedByServiceName names a Service's cloud load balancer
+	// after the Service's name alone, so Services of one name in two
+	// namespaces share one load balancer, and deleting either deletes it.
+	DefectLBNamedByServiceName Defect = "lb-named-by-service-name"
 )
 
 // KnownDefects returns every defect, in the order of the list above.
@@ -149,7 +153,7 @@ func KnownDefects() []Defect {
 		DefectWrongIngressIP, DefectPortsFixedAtCreate, DefectDropUDPPorts, DefectWrongNodePort,
 		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass, DefectOldServiceNameRule,
 		DefectCreateRouteFails, DefectMigrationLeaseTriedOnce,
-		DefectRecreateLBOnUpdate, DefectPruneUnmadeRoutes,
+		DefectRecreateLBOnUpdate, DefectPruneUnmadeRoutes, DefectLBNamedByServiceName,
 	}
 }
 

@@ -36,6 +36,9 @@ var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 // GetLoadBalancerName returns the cloud's name for the Service's load
 // balancer: "a" and the Service UID without dashes, cut to 32 characters.
 func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, service *v1.Service) string {
+	if l.defects.Has(DefectLBNamedByServiceName) {
+		return service.Name
+	}
 	return cloudprovider.DefaultLoadBalancerName(service)
 }
 

@@ -244,13 +244,33 @@ func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, erro
 
 	lb, err := d.client.GetLoadBalancer(ctx, name)
 	if cloudapi.IsNotFound(err) {
-		return resp, nil // exists: false
+		// A CCM may name its load balancers otherwise; the cloud records
+		// which Service each was made for, as real clouds tag theirs.
+		lb, err = d.loadBalancerMadeFor(ctx, req.Namespace, req.Name)
+		if lb == nil && err == nil {
+			return resp, nil // exists: false
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("getting load balancer %s of service %s/%s: %w", name, req.Namespace, req.Name, err)
 	}
 	resp.LoadBalancer = toLoadBalancer(lb)
 	return resp, nil
+}
+
+// loadBalancerMadeFor returns the load balancer whose record names the
+// Service (the first by name if several do), or nil.
+func (d *driver) loadBalancerMadeFor(ctx context.Context, namespace, name string) (*cloudapi.LoadBalancer, error) {
+	list, err := d.client.ListLoadBalancers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if list[i].ServiceNamespace == namespace && list[i].ServiceName == name {
+			return &list[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // toLoadBalancer is the protocol's view of a load balancer that exists.

@@ -91,12 +91,22 @@ func TestBinary(t *testing.T) {
 		// The admin client calls as "test", the driver as "cloud-driver":
 		// only the first shows in the call log the driver prints.
 		{name: "calls of one operation", verb: "calls list", request: `{"operations":["EnsureLoadBalancer"]}`,
-			want: `{"calls":[{"seq":14,"time":"2026-01-02T03:04:05Z","operation":"EnsureLoadBalancer","caller":"test","resource":"a1b4e28ba2fa111d2883f0016d3cca42"}],"last":15}`},
-		{name: "no calls after the last", verb: "calls list", request: `{"after":15}`, want: `{"calls":[],"last":15}`},
+			want: `{"calls":[{"seq":15,"time":"2026-01-02T03:04:05Z","operation":"EnsureLoadBalancer","caller":"test","resource":"a1b4e28ba2fa111d2883f0016d3cca42"}],"last":16}`},
+		{name: "no calls after the last", verb: "calls list", request: `{"after":16}`, want: `{"calls":[],"last":16}`},
 		{name: "negative after", verb: "calls list", request: `{"after":-1}`, wantExit: 1, wantErr: "after -1"},
 		{name: "every load balancer, with its Service", verb: "loadbalancers list", request: `{}`,
 			want: `{"loadBalancers":[{"exists":true,"name":"a1b4e28ba2fa111d2883f0016d3cca42","ingress":[{"ip":"127.65.0.1"}],"ports":[{"protocol":"TCP","port":80,"nodePort":30080}],"backends":["n1"],"sourceRanges":["10.0.0.0/8"],"healthCheckNodePort":32000,"serviceNamespace":"ns","serviceName":"web"}]}`},
 		{name: "load balancer without uid", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web"}`, wantExit: 1, wantErr: "uid"},
+		// A load balancer named otherwise is found by the Service its
+		// record names, as a real cloud's tags find one.
+		{name: "load balancer named otherwise", verb: "loadbalancer get", request: `{"namespace":"ns2","name":"api","uid":"` + strings.Replace(uid, "1b4e", "2c5f", 1) + `"}`,
+			before: func() error {
+				_, err := admin.EnsureLoadBalancer(t.Context(), "api", cloudapi.LoadBalancerSpec{ServiceNamespace: "ns2", ServiceName: "api"})
+				return err
+			},
+			want: `{"loadBalancer":{"exists":true,"name":"api","ingress":[{"ip":"127.65.0.2"}],"ports":[],"backends":[],"sourceRanges":[],"healthCheckNodePort":0}}`},
+		{name: "no load balancer made for the Service", verb: "loadbalancer get", request: `{"namespace":"ns3","name":"api","uid":"` + strings.Replace(uid, "1b4e", "3d6a", 1) + `"}`,
+			want: `{"loadBalancer":{"exists":false,"name":"","ingress":[],"ports":[],"backends":[],"sourceRanges":[],"healthCheckNodePort":0}}`},
 		{name: "no routes", verb: "routes list", request: `{}`, want: `{"routes":[]}`},
 		{name: "create route", verb: "route create", request: `{"nodeName":"n1","destinationCIDR":"10.244.9.0/24"}`,
 			want: `{"route":{"name":"r-0001","nodeName":"n1","destinationCIDR":"10.244.9.0/24"}}`},
