@@ -154,8 +154,8 @@ func TestSimulatedKubeProxyAnswersOnNodePorts(t *testing.T) {
 		reply, _ = bufio.NewReader(conn).ReadString('\n')
 		return true
 	}, "the TCP node port")
-	if reply != "n1\n" {
-		t.Errorf("TCP reply %q, want the node's name", reply)
+	if reply != "n1 default/s\n" {
+		t.Errorf("TCP reply %q, want the node's name and the Service's", reply)
 	}
 	udp, err := net.Dial("udp", addr)
 	if err != nil {
@@ -168,8 +168,8 @@ func TestSimulatedKubeProxyAnswersOnNodePorts(t *testing.T) {
 	}
 	buf := make([]byte, 64)
 	n, err := udp.Read(buf)
-	if err != nil || string(buf[:n]) != "n1\n" {
-		t.Errorf("UDP reply %q (%v), want the node's name", buf[:n], err)
+	if err != nil || string(buf[:n]) != "n1 default/s\n" {
+		t.Errorf("UDP reply %q (%v), want the node's name and the Service's", buf[:n], err)
 	}
 
 	// A stopped machine answers nothing.
@@ -331,5 +331,25 @@ func TestRenewLeaseReadsOnlyWhenItHasNoLease(t *testing.T) {
 	}
 	if got, want := actions(client), []string{"update leases", "get leases", "get nodes", "create leases"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the lease was deleted: requests = %v, want %v", got, want)
+	}
+}
+
+func TestParseProxyAnswer(t *testing.T) {
+	tests := []struct {
+		answer, node, service string
+		ok                    bool
+	}{
+		{ProxyAnswer("n1", "ns/web"), "n1", "ns/web", true},
+		{"n1 ns/web\n", "n1", "ns/web", true},
+		{"n1", "", "", false},
+		{"n1 ", "", "", false},
+		{"n1 web", "", "", false},
+		{" ns/web", "", "", false},
+	}
+	for _, tt := range tests {
+		node, service, ok := ParseProxyAnswer(tt.answer)
+		if ok != tt.ok || ok && (node != tt.node || service != tt.service) {
+			t.Errorf("ParseProxyAnswer(%q) = %q, %q, %v; want %q, %q, %v", tt.answer, node, service, ok, tt.node, tt.service, tt.ok)
+		}
 	}
 }

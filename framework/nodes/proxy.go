@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,9 +19,11 @@ import (
 )
 
 // The simulated kube-proxy: a running simulated kubelet answers on its
-// node's InternalIP IPv4 at every Service NodePort, with its node's name, so
-// that traffic sent through a cloud load balancer shows which node it
-// reached. For Services with externalTrafficPolicy Local it also serves the
+// node's InternalIP IPv4 at every Service NodePort with a line of its
+// node's name and the Service that owns the port ("n1 ns/web", ProxyAnswer),
+// so that traffic sent through a cloud load balancer shows which node it
+// reached and for which Service: a load balancer that forwards to another
+// Service's node port is seen to. For Services with externalTrafficPolicy Local it also serves the
 // health check node port, answering 200 as kube-proxy does for a node with
 // local endpoints. Only loopback node IPs (127.0.0.0/8) can be served: they
 // are the only addresses this machine answers on without configuration.
@@ -82,6 +85,39 @@ func (w *proxyWatch) desiredPorts() (map[portKey]bool, error) {
 		}
 	}
 	return want, nil
+}
+
+// owner names the Service whose node port k is ("ns/name"), or "" when
+// none is: the answer is read when a connection comes, so a node port
+// that passed to another Service answers for its new owner.
+func (w *proxyWatch) owner(k portKey) string {
+	services, err := w.services.List(labels.Everything())
+	if err != nil {
+		return ""
+	}
+	for _, svc := range services {
+		for _, port := range svc.Spec.Ports {
+			proto := port.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			if port.NodePort == k.port && proto == k.protocol {
+				return svc.Namespace + "/" + svc.Name
+			}
+		}
+	}
+	return ""
+}
+
+// ProxyAnswer is the line the simulated kube-proxy of node answers with at
+// a node port of service ("ns/name"), without its newline.
+func ProxyAnswer(node, service string) string { return node + " " + service }
+
+// ParseProxyAnswer splits a simulated kube-proxy's answer into the node
+// and the Service; ok is false for anything else.
+func ParseProxyAnswer(answer string) (node, service string, ok bool) {
+	node, service, ok = strings.Cut(strings.TrimSpace(answer), " ")
+	return node, service, ok && node != "" && strings.Contains(service, "/")
 }
 
 // nodeIPv4 is the node's first InternalIP IPv4 that this machine can serve.
@@ -173,7 +209,7 @@ func (p *proxy) reconcile() error {
 
 func (p *proxy) listen(k portKey) (func(), error) {
 	addr := net.JoinHostPort(p.ip.String(), strconv.Itoa(int(k.port)))
-	reply := []byte(p.node + "\n")
+	reply := func() []byte { return []byte(ProxyAnswer(p.node, p.watch.owner(k)) + "\n") }
 	switch k.protocol {
 	case corev1.ProtocolTCP:
 		l, err := net.Listen("tcp", addr)
@@ -187,7 +223,7 @@ func (p *proxy) listen(k portKey) (func(), error) {
 					return
 				}
 				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-				_, _ = conn.Write(reply)
+				_, _ = conn.Write(reply())
 				_ = conn.Close()
 			}
 		}()
@@ -204,7 +240,7 @@ func (p *proxy) listen(k portKey) (func(), error) {
 				if err != nil {
 					return
 				}
-				_, _ = conn.WriteTo(reply, from)
+				_, _ = conn.WriteTo(reply(), from)
 			}
 		}()
 		return func() { _ = conn.Close() }, nil

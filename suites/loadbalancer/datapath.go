@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
@@ -49,14 +50,19 @@ func (l *lb) backends(ctx context.Context, app string, replicas int32) *framewor
 	return b
 }
 
-// answeredBy checks that an answer came from a backend: one of the
-// cloud's backend nodes on simulated nodes, a ready pod of the Service's
-// echo Deployment on real ones. It returns the echo answer (zero on
-// simulated nodes).
+// answeredBy checks that an answer came from a backend of the Service
+// asked for: on simulated nodes, one of the cloud's backend nodes at a node
+// port of that Service (the simulated kube-proxy names both); on real ones,
+// a ready pod of the Service's echo Deployment. It returns the echo answer
+// (zero on simulated nodes).
 func (l *lb) answeredBy(ctx context.Context, g Gomega, b *framework.EchoBackends, cloud *clouddriver.LoadBalancer, name, addr, answer string) framework.EchoAnswer {
 	if b == nil {
-		g.Expect(cloud.Backends).To(ContainElement(answer),
-			"Service %s/%s: expected traffic to %s to reach a backend of %s %v, saw it answered by %q", l.ns, name, addr, cloud.Name, cloud.Backends, answer)
+		node, service, ok := nodes.ParseProxyAnswer(answer)
+		g.Expect(ok).To(BeTrue(), "Service %s/%s: expected traffic to %s answered by a simulated node (\"<node> <namespace>/<service>\"), saw %q", l.ns, name, addr, answer)
+		g.Expect(cloud.Backends).To(ContainElement(node),
+			"Service %s/%s: expected traffic to %s to reach a backend of %s %v, saw it answered by %q", l.ns, name, addr, cloud.Name, cloud.Backends, node)
+		g.Expect(service).To(Equal(l.ns+"/"+name),
+			"Service %s/%s: expected traffic to %s to reach a node port of the Service, saw it reach one of %s on node %s", l.ns, name, addr, service, node)
 		return framework.EchoAnswer{}
 	}
 	a, err := framework.ParseEchoAnswer(answer)
