@@ -136,7 +136,7 @@ func TestIntegrationKindConformance(t *testing.T) {
 }
 
 // kindDefectCases are the defects of the reference CCM's image shown on
-// kind, one run: a wrong zone fails the zone spec on the real nodes, a
+// kind, a run each. The first: a wrong zone fails the zone spec on the real nodes, a
 // wrong node port fails every data path spec, those through real pods
 // included (the only specs that run there and nowhere else), and routes
 // to the wrong CIDRs fail the route spec and leave the nodes' pods out
@@ -162,6 +162,18 @@ func kindDefectCases() []defectCase {
 			"carries traffic from the control plane to a pod on every other node": {"asked from the control plane through the API server: no answer", "the cloud has routes ["},
 			// It waits for the nodes' routes before it adds a stray one.
 			"removes a route inside the cluster CIDR that belongs to no node": {"node ccmc-", "expected a cloud route 10.244."},
+		},
+	}, {
+		// A CCM that never gives the cloud the healthCheckNodePort: the
+		// driver shows it, and so does real traffic. Without health
+		// checks the load balancer keeps sending connections of an
+		// externalTrafficPolicy: Local Service to the node without an
+		// endpoint, where kube-proxy drops them.
+		name: "health checks on kind", defects: "ignore-health-check-port", kind: true,
+		labelFilter: "LoadBalancerHealthCheckNodePort",
+		failing: map[string][]string{
+			"health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local": {"Service ccm-lb-", "to health-check node port", "saw 0"},
+			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint":  {"Service ccm-lb-", "/local: expected every probe through", "answered once the health checks pass"},
 		},
 	}}
 }

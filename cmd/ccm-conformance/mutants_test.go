@@ -55,6 +55,7 @@ var mutants = []mutant{
 	{"ports-fixed-at-create", lbCore, []string{"updates the cloud load balancer when the Service's ports change"}},
 	{"recreate-lb-on-update", lbCore, []string{"updates the cloud load balancer when the Service's ports change"}},
 	{"lb-named-by-service-name", lbCore, []string{"gives Services of the same name in two namespaces load balancers of their own"}},
+	{"lb-named-per-process", lbPlain, []string{"keeps one cloud load balancer per Service, with its ingress, across a restart of the CCM"}},
 	{"node-port-fallback", lbPlain, []string{"gives the cloud no node ports when allocateLoadBalancerNodePorts is false"}},
 	{"serve-every-class", lbPlain, []string{"leaves a Service with a loadBalancerClass alone"}},
 	{"old-service-name-rule", "RelaxedServiceNameValidation", []string{"gives a Service whose name starts with a digit"}},

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
@@ -312,6 +313,42 @@ func declare(f *framework.Framework) {
 				g.Expect(err).NotTo(HaveOccurred(), "asking the cloud driver for the load balancer of Service %s/web", ns)
 				g.Expect(now.Exists).To(BeTrue(), "Service %s/web: expected its cloud load balancer %s kept when %s/web was deleted, saw it gone", ns, otherCloud.Name, l.ns)
 			}).WithTimeout(f.Timeout(profile.LoadBalancerIgnore)).WithPolling(l.poll()).Should(Succeed())
+		})
+
+		// A CCM restarts (an upgrade, a crash, a lost lease) with its
+		// Services' load balancers in the cloud. k8s.io/cloud-provider's
+		// service controller syncs every Service again, and the CCM must
+		// find each load balancer it made before, by a name or tag it can
+		// compute again, never by what it held in memory: one that cannot
+		// makes a second load balancer, moves the ingress and leaks the
+		// first.
+		It("keeps one cloud load balancer per Service, with its ingress, across a restart of the CCM", func(ctx SpecContext) {
+			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet, clouddriver.VerbLoadBalancersList)
+			f.RequireCCMs()
+			l.create(ctx, "web", nil)
+			svc := l.waitForIngress(ctx, "web")
+			first := l.expectCloudMatches(ctx, "web", profile.LoadBalancerCreate)
+			ingress := framework.IngressAddresses(svc)
+
+			restart, err := f.CCMInstances.StopMain(ctx)
+			Expect(err).NotTo(HaveOccurred(), "stopping the CCM")
+			Expect(restart(ctx)).To(Succeed(), "starting the CCM again")
+			// A change the restarted CCM must make to the load balancer it
+			// finds.
+			l.update(ctx, "web", func(s *corev1.Service) {
+				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(8443)})
+			})
+			now := l.expectCloudMatches(ctx, "web", profile.LoadBalancerUpdate)
+			l.expectSameLoadBalancer(ctx, "web", first, ingress, now)
+			lbs, err := f.Driver.ListLoadBalancers(ctx)
+			Expect(err).NotTo(HaveOccurred(), "listing the cloud's load balancers")
+			var ofService []string
+			for _, lb := range lbs {
+				if lb.ServiceNamespace == l.ns && lb.ServiceName == "web" {
+					ofService = append(ofService, lb.Name)
+				}
+			}
+			Expect(ofService).To(ConsistOf(first.Name), "Service %s/web: expected one cloud load balancer, %s, after the CCM restarted, saw %v", l.ns, first.Name, ofService)
 		})
 
 		It("gives a Service whose name starts with a digit an ingress and a cloud load balancer, and deletes it with the Service", Label(framework.RelaxedServiceNames.Label, framework.ReleaseBlocking), func(ctx SpecContext) {

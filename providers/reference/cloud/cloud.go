@@ -127,7 +127,7 @@ func NewWithClient(client *cloudapi.Client, defects Defects) *Cloud {
 	}
 	c := &Cloud{client: client, defects: defects}
 	c.instances = newInstances(client, defects)
-	c.loadBalancers = &loadBalancers{client: client, defects: defects}
+	c.loadBalancers = &loadBalancers{client: client, defects: defects, processTag: randomTag()}
 	c.routes = &routes{client: client, defects: defects}
 	return c
 }

@@ -137,6 +137,11 @@ const (
 	// after the Service's name alone, so Services of one name in two
 	// namespaces share one load balancer, and deleting either deletes it.
 	DefectLBNamedByServiceName Defect = "lb-named-by-service-name"
+	// DefectLBNamedPerProcess puts a tag of its own process into every
+	// load balancer name, as a CCM that keeps the names it made in memory
+	// would: after a restart it finds none of its load balancers, makes a
+	// second one for each Service (a new ingress) and leaks the first.
+	DefectLBNamedPerProcess Defect = "lb-named-per-process"
 )
 
 // KnownDefects returns every defect, in the order of the list above.
@@ -153,7 +158,7 @@ func KnownDefects() []Defect {
 		DefectWrongIngressIP, DefectPortsFixedAtCreate, DefectDropUDPPorts, DefectWrongNodePort,
 		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass, DefectOldServiceNameRule,
 		DefectCreateRouteFails, DefectMigrationLeaseTriedOnce,
-		DefectRecreateLBOnUpdate, DefectPruneUnmadeRoutes, DefectLBNamedByServiceName,
+		DefectRecreateLBOnUpdate, DefectPruneUnmadeRoutes, DefectLBNamedByServiceName, DefectLBNamedPerProcess,
 	}
 }
 

@@ -2,6 +2,8 @@ package cloud
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -29,6 +31,9 @@ type loadBalancers struct {
 	// DefectIgnoreAutoscalerTaint, which needs the nodes the service
 	// controller left out.
 	listNodes func(context.Context) ([]v1.Node, error)
+	// processTag is this process's own random tag, which
+	// DefectLBNamedPerProcess puts into load balancer names.
+	processTag string
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -38,6 +43,9 @@ var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, service *v1.Service) string {
 	if l.defects.Has(DefectLBNamedByServiceName) {
 		return service.Name
+	}
+	if l.defects.Has(DefectLBNamedPerProcess) {
+		return cloudprovider.DefaultLoadBalancerName(service)[:24] + l.processTag
 	}
 	return cloudprovider.DefaultLoadBalancerName(service)
 }
@@ -286,4 +294,11 @@ const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
 
 func autoscalerTainted(n *v1.Node) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == toBeDeletedTaint })
+}
+
+// randomTag returns 8 random hex digits.
+func randomTag() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
