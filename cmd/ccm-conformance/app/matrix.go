@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 )
 
@@ -181,22 +182,33 @@ func (t matrixTable) row(version string, c cellResult) {
 		c.Duration.Round(time.Second).String(), note)
 }
 
-// summaryLine is the closing line of a run's summary.txt (runner.Result.Summary).
-var summaryLine = regexp.MustCompile(`(?m)^conformance: (\d+) passed, (\d+) failed, (\d+) skipped$`)
-
-// readSummary reads the counts from a run directory's summary.txt.
-func readSummary(dir string, c *cellResult) {
-	data, err := os.ReadFile(filepath.Join(dir, "summary.txt"))
+// countSpecs reads a cell's counts from its run directory's specs.json,
+// as the run's own summary counts them: specs that passed, failed (also
+// when an interrupt cut them short) and skipped, leaving out suite-level
+// nodes and the specs the label filter left out (skipped with no reason).
+// A run that wrote no specs.json (it stopped before its specs) counts
+// nothing.
+func countSpecs(dir string, c *cellResult) {
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(prow.SpecsFile)))
 	if err != nil {
 		return
 	}
-	m := summaryLine.FindSubmatch(data)
-	if m == nil {
+	defer f.Close()
+	rec, err := prow.DecodeSpecs(f)
+	if err != nil {
 		return
 	}
-	c.Passed, _ = strconv.Atoi(string(m[1]))
-	c.Failed, _ = strconv.Atoi(string(m[2]))
-	c.Skipped, _ = strconv.Atoi(string(m[3]))
+	for _, s := range rec.Specs {
+		switch {
+		case s.Node != "":
+		case s.Passed():
+			c.Passed++
+		case s.Failed():
+			c.Failed++
+		case s.Skipped() && s.SkipReason != "":
+			c.Skipped++
+		}
+	}
 }
 
 // cellStopWait is how long an interrupted cell's run has, after its
@@ -240,7 +252,7 @@ func execCell(profilePath, labelFilter string, log io.Writer) cellRunner {
 			c.Code = runner.ExitHarnessError
 			c.Err = fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
 		}
-		readSummary(dir, &c)
+		countSpecs(dir, &c)
 		return c
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 func TestParseVersions(t *testing.T) {
@@ -188,25 +191,40 @@ func TestMatrixRun(t *testing.T) {
 	}
 }
 
-func TestReadSummary(t *testing.T) {
+// A cell is counted from its run's specs.json, as the run's summary line
+// counts: suite-level nodes and the specs the label filter left out are
+// not counted, a spec an interrupt cut short is a failure.
+func TestCountSpecs(t *testing.T) {
+	spec := func(state, reason string) string {
+		return fmt.Sprintf(`{"suite":"s","text":"t","labels":[],"state":%q,"skipReason":%q}`, state, reason)
+	}
 	tests := []struct {
 		name, content           string
 		passed, failed, skipped int
 	}{
-		{"a finished run", "provider: reference\nnot selected: 3 (left out)\nconformance: 7 passed, 1 failed, 2 skipped\n", 7, 1, 2},
-		{"a harness error", "provider: reference\nharness error: boom\nconformance: no specs ran\n", 0, 0, 0},
-		{"no summary", "", 0, 0, 0},
+		{"a finished run", `{"version":1,"provider":"p","specs":[` + strings.Join([]string{
+			spec("passed", ""), spec("passed", ""), spec("failed", ""), spec("interrupted", ""),
+			spec("skipped", `profile "p" does not declare capability IPv6`), spec("skipped", ""),
+			`{"suite":"","text":"[BeforeSuite]","labels":[],"node":"BeforeSuite","state":"passed"}`,
+		}, ",") + `]}`, 2, 2, 1},
+		{"a harness error before the specs", `{"version":1,"provider":"p","specs":[],"harnessError":"boom"}`, 0, 0, 0},
+		{"no specs.json", "", 0, 0, 0},
+		{"a corrupt specs.json", "{", 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if tt.content != "" {
-				if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(tt.content), 0o644); err != nil {
+				path := filepath.Join(dir, filepath.FromSlash(prow.SpecsFile))
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var c cellResult
-			readSummary(dir, &c)
+			countSpecs(dir, &c)
 			if c.Passed != tt.passed || c.Failed != tt.failed || c.Skipped != tt.skipped {
 				t.Errorf("counts %d/%d/%d, want %d/%d/%d", c.Passed, c.Failed, c.Skipped, tt.passed, tt.failed, tt.skipped)
 			}
