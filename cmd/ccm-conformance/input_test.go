@@ -288,3 +288,30 @@ func TestListHealthCheckNodePortIsACapabilityOfItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// A run whose every selected spec skipped tested nothing: exit 2, one line
+// that says so and why, and a run directory that TestGrid shows as failed
+// and the LKG rules class with the environment's failures, never a pass.
+// Here the specs that need real pods, on the local cluster's simulated
+// nodes.
+func TestIntegrationNothingTestedIsNotAPass(t *testing.T) {
+	skipUnlessIntegration(t)
+	artifacts := t.TempDir()
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", referenceProfile(t, t.TempDir(), nil, nil),
+		"--label-filter", "DataPath && !ReleaseBlocking && !LoadBalancerUDP && !LoadBalancerSourceRanges && !Routes", "--artifacts", artifacts)
+	const want = "nothing was tested: all 3 selected specs were skipped; 3 of them: the spec needs real pods behind the load balancer"
+	if res.code != 2 || !strings.Contains(res.stderr, want) || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q; want 2 and one line containing %q\nstdout:\n%s", res.code, res.stderr, want, tail(res.stdout, 20))
+	}
+	finished, err := os.ReadFile(filepath.Join(artifacts, "finished.json"))
+	if err != nil || !strings.Contains(string(finished), `"result": "FAILURE"`) {
+		t.Errorf("finished.json (%v): %s; want result FAILURE", err, finished)
+	}
+	specs, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "specs.json"))
+	if err != nil || !strings.Contains(string(specs), `"harnessErrorClass": "input"`) || !strings.Contains(string(specs), "nothing was tested") {
+		t.Errorf("specs.json (%v) does not record the run as tested nothing (class input):\n%s", err, specs)
+	}
+	if v := runHarness(t, nil, "validate-artifacts", artifacts); v.code != 0 {
+		t.Errorf("validate-artifacts rejects the run directory (exit %d):\n%s%s", v.code, v.stdout, v.stderr)
+	}
+}

@@ -12,7 +12,7 @@ const (
 	// ExitFailed: at least one spec failed.
 	ExitFailed = 1
 	// ExitHarnessError: the input was bad, the environment could not be set
-	// up, or the run was interrupted.
+	// up, the run was interrupted, or it tested nothing (Result.NothingTested).
 	ExitHarnessError = 2
 )
 
@@ -55,6 +55,15 @@ func (e *DriverError) Error() string {
 }
 func (e *DriverError) Unwrap() error { return e.Err }
 
+// NothingTestedError is a run that finished without a spec passing or
+// failing (Result.NothingTested says why): not a pass, since it showed
+// nothing of the CCM, but no failure of the CCM either. It is classed with
+// bad input: the profile, the label filter and the backend together left
+// nothing to run.
+type NothingTestedError struct{ Why string }
+
+func (e *NothingTestedError) Error() string { return "nothing was tested: " + e.Why }
+
 // ErrInterrupted is returned when SIGINT or SIGTERM ended the run.
 var ErrInterrupted = errors.New("interrupted")
 
@@ -85,16 +94,17 @@ var ccmSteps = map[string]bool{"ccm": true, "ccm deployment": true}
 // the Class constants, "" for nil, or ClassSetup for anything else.
 func ErrorClass(err error) string {
 	var (
-		inErr    *InputError
-		drvErr   *DriverError
-		setupErr *SetupError
+		inErr      *InputError
+		drvErr     *DriverError
+		setupErr   *SetupError
+		nothingErr *NothingTestedError
 	)
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &drvErr):
 		return ClassDriver
-	case errors.As(err, &inErr):
+	case errors.As(err, &inErr), errors.As(err, &nothingErr):
 		return ClassInput
 	case errors.Is(err, ErrInterrupted):
 		return ClassInterrupted

@@ -125,6 +125,9 @@ type Result struct {
 	// NotSelected counts the specs the label filter left out. They are
 	// not skips: a skip says what the spec was missing.
 	NotSelected int
+	// SkipReasons counts the skipped specs by the first line of what each
+	// said it was missing.
+	SkipReasons map[string]int
 	Interrupted bool
 	// Failures holds one line per failed spec: its name and message.
 	Failures []string
@@ -144,6 +147,38 @@ type Result struct {
 // (see NotSelectedLine).
 func (r *Result) Summary() string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped", r.Passed, r.Failed, r.Skipped)
+}
+
+// NothingTested says in one line why a run that finished tested nothing:
+// no spec passed or failed, because every selected spec was skipped (the
+// most common reason is named) or none was selected. It is "" when some
+// spec passed or failed, or when the run was interrupted (which is its own
+// outcome). A run that tested nothing is not a pass: a CI job that ran it
+// would turn green having shown nothing of the CCM.
+func (r *Result) NothingTested() string {
+	if r.Interrupted || r.Passed+r.Failed > 0 {
+		return ""
+	}
+	if r.Skipped == 0 {
+		if r.NotSelected > 0 {
+			return fmt.Sprintf("the label filter selected none of the %d specs", r.NotSelected)
+		}
+		return "the run has no specs"
+	}
+	reason, most := "", 0
+	for why, n := range r.SkipReasons {
+		if n > most || n == most && why < reason {
+			reason, most = why, n
+		}
+	}
+	line := fmt.Sprintf("all %d selected specs were skipped", r.Skipped)
+	if reason != "" {
+		line += fmt.Sprintf("; %d of them: %s", most, reason)
+	}
+	if others := len(r.SkipReasons) - 1; others > 0 {
+		line += fmt.Sprintf(" (and %d other reason(s), in the run's output)", others)
+	}
+	return line
 }
 
 // NotSelectedLine says how many specs the label filter left out, or is
@@ -258,6 +293,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	case res.Failed > 0 && len(res.DriverFailures) == res.Failed:
 		// Every failure is the driver's: the CCM is not to blame.
 		return res, &DriverError{Driver: driverName(p), Specs: res.DriverFailures, Err: errors.New(res.DriverFault)}
+	case res.NothingTested() != "":
+		return res, &NothingTestedError{Why: res.NothingTested()}
 	}
 	return res, nil
 }

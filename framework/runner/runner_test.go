@@ -250,3 +250,29 @@ func TestEmulatedMinor(t *testing.T) {
 		}
 	}
 }
+
+// A run that finished without a spec passing or failing tested nothing,
+// and says why in one line.
+func TestNothingTested(t *testing.T) {
+	tests := []struct {
+		name string
+		res  Result
+		want string // "" for a run that tested something
+	}{
+		{"a spec passed", Result{Passed: 1, Skipped: 5}, ""},
+		{"a spec failed", Result{Failed: 1}, ""},
+		{"interrupted before any spec", Result{Interrupted: true}, ""},
+		{"every spec skipped, one reason", Result{Skipped: 7, SkipReasons: map[string]int{"no machine": 7}}, "all 7 selected specs were skipped; 7 of them: no machine"},
+		{"every spec skipped, the commonest reason first", Result{Skipped: 4, SkipReasons: map[string]int{"a": 1, "b": 3}},
+			"all 4 selected specs were skipped; 3 of them: b (and 1 other reason(s), in the run's output)"},
+		{"the filter selected nothing", Result{NotSelected: 49}, "the label filter selected none of the 49 specs"},
+		{"no specs at all", Result{}, "the run has no specs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.res.NothingTested(); got != tt.want {
+				t.Errorf("NothingTested() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

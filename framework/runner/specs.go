@@ -179,6 +179,10 @@ func resultFrom(report types.Report, labelFilter string) *Result {
 			res.NotSelected++
 		case s.State == types.SpecStateSkipped:
 			res.Skipped++
+			if res.SkipReasons == nil {
+				res.SkipReasons = map[string]int{}
+			}
+			res.SkipReasons[oneLine(s.Failure.Message)]++
 		case s.State.Is(types.SpecStateFailureStates):
 			res.Failed++
 			if fault := driverFault(s); fault != "" {

@@ -121,6 +121,10 @@ func TestJudge(t *testing.T) {
 	versionLabelled.Specs.Specs[2].Labels = append(versionLabelled.Specs.Specs[2].Labels, "RelaxedServiceNameValidation")
 	filteredByMetadata := s.run("p", k37a, time.Hour, "filtered")
 	filteredByMetadata.Specs.LabelFilter = "" // recorded before specs.json had it
+	// Narrowed to specs outside the release-blocking set, one of which
+	// failed: that failure does not decide the verdict.
+	filteredToOthers := s.run("p", k37a, time.Hour, "filtered")
+	filteredToOthers.Specs.Specs = filteredToOthers.Specs.Specs[1:]
 	filteredAndFailed := s.run("p", k37a, time.Hour, "filtered")
 	filteredAndFailed.Specs.Specs[0].State = "failed"
 	// Left out by the filter (no skip reason), of a claimed capability.
@@ -196,6 +200,7 @@ func TestJudge(t *testing.T) {
 		{"narrowed by a label filter, recorded in the metadata only", filteredByMetadata, VerdictPartial, `narrowed by the label filter "InstancesV2"`},
 		{"narrowed by a label filter, naming what it left out", filteredOut, VerdictPartial, `"InstancesV2"; 1 release-blocking spec(s) of claimed capabilities did not run: [nodelifecycle] deletes`},
 		{"narrowed by a label filter, and a release-blocking spec failed", filteredAndFailed, VerdictFail, "[nodeaddress] initializes nodes"},
+		{"narrowed by a label filter to specs outside the set, one failed", filteredToOthers, VerdictPartial, `narrowed by the label filter "InstancesV2"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,6 +46,8 @@ func TestRun(t *testing.T) {
 	passed := report(spec("nodeaddress", "initializes nodes", nil, types.SpecStatePassed, time.Second))
 	failed := report(spec("nodeaddress", "initializes nodes", nil, types.SpecStateFailed, time.Second))
 	interrupted := report(spec("nodeaddress", "initializes nodes", nil, types.SpecStateInterrupted, time.Second))
+	skipped := report(spec("nodeaddress", "initializes nodes", nil, types.SpecStateSkipped, time.Second))
+	allSkipped := &runner.Result{Skipped: 7, SkipReasons: map[string]int{"the harness cannot add a machine to this cluster": 7}}
 	tests := []struct {
 		name string
 		// dir and export: "set" for a directory of the test's.
@@ -68,6 +70,8 @@ func TestRun(t *testing.T) {
 		{name: "export, setup failed", export: "set", err: &runner.SetupError{Step: "ccm", Err: errors.New("not healthy")}, wantCode: 2, wantErr: "ccm: not healthy", wantExport: true},
 		{name: "export, interrupted", export: "set", report: interrupted, res: &runner.Result{Failed: 1, Interrupted: true}, err: runner.ErrInterrupted, wantCode: 2, wantErr: "run interrupted; partial results are in EXPORT", wantExport: true},
 		{name: "export, bad input", export: "set", err: &runner.InputError{Err: errors.New("profile nope.yaml: no such file")}, wantCode: 2, wantErr: "nope.yaml"},
+		{name: "export, every spec skipped: nothing was tested", export: "set", report: skipped, res: allSkipped, err: &runner.NothingTestedError{Why: allSkipped.NothingTested()}, wantCode: 2,
+			wantErr: "nothing was tested: all 7 selected specs were skipped; 7 of them: the harness cannot add a machine to this cluster", wantExport: true},
 		{name: "both, kept", dir: "set", export: "set", report: passed, res: &runner.Result{Passed: 1}, wantCode: 0, wantDir: true, wantExport: true, wantOut: "ccm-conformance publish takes it"},
 	}
 	for _, tt := range tests {
