@@ -54,7 +54,11 @@ keys are merged into $ARTIFACTS/metadata.json, which Prow folds into its own
 finished.json.
 
 Specs carry the capabilities they need as labels; a spec whose capability the
-profile does not declare is skipped and says which one was missing.`,
+profile does not declare is skipped and says which one was missing.
+
+Exit codes: 0 every selected spec that ran passed, 1 a spec failed, 2 bad
+input, a harness error, an interrupt, or a run that tested nothing (every
+selected spec was skipped; the error line names the commonest reason).`,
 		Example: `  ccm-conformance run --provider providers/profiles/reference.yaml
   ccm-conformance run --provider my.yaml --label-filter 'InstancesV2 && !DualStack'
   ccm-conformance run --provider my.yaml --kubeconfig ~/.kube/config`,

@@ -108,8 +108,9 @@ $ARTIFACTS/metadata.json, which Prow folds into finished.json. The complete
 run directory, which 'ccm-conformance publish' takes, is kept in
 $KUBETEST2_RUN_DIR/ccm-conformance.
 
-Exit codes: 0 every selected spec passed, 1 a spec failed, 2 the harness or
-its input failed.
+Exit codes: 0 every selected spec that ran passed, 1 a spec failed, 2 the
+harness or its input failed, or nothing was tested (every selected spec
+was skipped: a green job must have shown something of the CCM).
 
 Flags:
 `
