@@ -20,7 +20,8 @@ import (
 
 // lbLifeFilter selects the release-blocking specs of the LoadBalancer
 // capability alone: a load balancer's life (create, update its ports,
-// delete), no node ports, loadBalancerClass and the exclusion label; none
+// delete), two Services of one name, no node ports, loadBalancerClass and
+// the exclusion label; none
 // of the other load balancer capabilities' and not the digit-first name's,
 // whose spec depends on the Kubernetes version. The clusters of these tests
 // have no nodes, so the create spec and the exclusion label's spec skip
@@ -28,7 +29,7 @@ import (
 // one to label) and lbLifeSpecs of them run.
 const lbLifeFilter = "LoadBalancer && ReleaseBlocking && !DataPath && !LeaderMigration && !LoadBalancerSourceRanges && !LoadBalancerHealthCheckNodePort && !LoadBalancerUDP && !RelaxedServiceNameValidation"
 
-const lbLifeSpecs = 4
+const lbLifeSpecs = 5
 
 // binDir holds kubetest2-tester-ccm and the reference provider, built once
 // by TestMain from this checkout, under the names kubetest2 looks for.
@@ -312,6 +313,25 @@ func TestIntegrationTesterOnAnExistingCluster(t *testing.T) {
 			}
 		})
 	}
+
+	// The specs a node IP needs register a kubelet of their own, which the
+	// harness cannot on a cluster a deployer made: every one skips, the
+	// run tested nothing, and the job must not turn green.
+	t.Run("nothing tested", func(t *testing.T) {
+		dir := t.TempDir()
+		artifacts := filepath.Join(dir, "artifacts")
+		env := map[string]string{
+			"ARTIFACTS":         artifacts,
+			"KUBECONFIG":        cluster.Kubeconfig(),
+			"KUBETEST2_RUN_DIR": filepath.Join(dir, "rundir", "run-2"),
+			"KUBETEST2_RUN_ID":  "run-2",
+			"TMPDIR":            shortTempDir(t),
+		}
+		res := runTester(t, env, "--provider", referenceProfile(t, dir), "--label-filter", "NodeIPAnnotation")
+		if res.code != 2 || !strings.Contains(res.stderr, "nothing was tested: all ") || !strings.Contains(res.stderr, " selected specs were skipped") {
+			t.Errorf("exit %d, stderr %q; want 2 and the line that says nothing was tested\nstdout:\n%s", res.code, res.stderr, tail(res.stdout, 30))
+		}
+	})
 }
 
 func tail(s string, n int) string { return testbin.Tail(s, n) }
