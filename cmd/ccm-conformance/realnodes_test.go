@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,6 +163,45 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 			if seen != len(want) {
 				t.Errorf("found %d of the %d node lifecycle specs in the JUnit report", seen, len(want))
 			}
+			if tt.defects == "" {
+				expectListForesaw(t, profileWith(""), "NodeLifecycle", readJUnit(t, runDir))
+			}
 		})
+	}
+}
+
+// expectListForesaw checks that `list --backend kubeconfig` foresaw which
+// specs of the run on an existing cluster were skipped and which ran.
+func expectListForesaw(t *testing.T, profile, labelFilter string, cases []junitCase) {
+	t.Helper()
+	res := runHarness(t, nil, "list", "--provider", profile, "--backend", "kubeconfig", "--label-filter", labelFilter, "-o", "json")
+	if res.code != 0 {
+		t.Fatalf("list: exit %d: %s", res.code, res.stderr)
+	}
+	var listed []struct {
+		Text string `json:"text"`
+		Skip string `json:"skip"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil {
+		t.Fatalf("list -o json: %v", err)
+	}
+	if len(listed) == 0 {
+		t.Fatal("list foresaw no spec")
+	}
+	for _, l := range listed {
+		found := false
+		for _, c := range cases {
+			// A JUnit case is the spec's text and its labels.
+			if c.Name != l.Text && !strings.HasPrefix(c.Name, l.Text+" [") {
+				continue
+			}
+			found = true
+			if foreseen, was := l.Skip != "", c.Status == "skipped"; foreseen != was {
+				t.Errorf("spec %q: list --backend kubeconfig foresaw skipped=%v (%q), the run had %s", l.Text, foreseen, l.Skip, c.Status)
+			}
+		}
+		if !found {
+			t.Errorf("spec %q: foreseen by list, not in the run's JUnit report", l.Text)
+		}
 	}
 }
