@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // Suite is one capability's set of specs.
@@ -151,7 +151,7 @@ func (f *Framework) SkipUnlessCapable() {
 func (f *Framework) RequireDriverVerbs(verbs ...clouddriver.Verb) {
 	for _, v := range verbs {
 		if v.SimulatorOnly() {
-			mustDeclareNeed(blocking.SimulatedCloud)
+			mustDeclareNeed(labels.SimulatedCloud)
 		}
 	}
 	if f.Driver == nil {
@@ -167,7 +167,7 @@ func (f *Framework) RequireDriverVerbs(verbs ...clouddriver.Verb) {
 // RequireMachines skips the current spec unless the harness can add
 // simulated machines to this cluster.
 func (f *Framework) RequireMachines() {
-	mustDeclareNeed(blocking.SimulatedNodes)
+	mustDeclareNeed(labels.SimulatedNodes)
 	if f.Machines == nil {
 		ginkgo.Skip("this cluster's nodes are real machines; the spec needs simulated ones (local backend)")
 	}
@@ -178,10 +178,10 @@ func (f *Framework) RequireMachines() {
 // does not carry the label of a need it has: the verdict and `list` read
 // the label to know on which backends the spec blocks, so a missing one
 // is a harness bug, caught by the first run of the spec anywhere.
-func mustDeclareNeed(n blocking.Need) {
-	labels := ginkgo.CurrentSpecReport().Labels()
-	if slices.Contains(labels, blocking.Label) && !slices.Contains(labels, string(n)) {
-		ginkgo.Fail(fmt.Sprintf("[harness] this release-blocking spec needs %s but lacks the label %s (framework/blocking)", n.What(), n))
+func mustDeclareNeed(n labels.Need) {
+	have := ginkgo.CurrentSpecReport().Labels()
+	if slices.Contains(have, labels.ReleaseBlocking) && !slices.Contains(have, string(n)) {
+		ginkgo.Fail(fmt.Sprintf("[harness] this release-blocking spec needs %s but lacks the label %s (package labels)", n.What(), n))
 	}
 }
 
@@ -196,15 +196,15 @@ func quoteVerbs(verbs []clouddriver.Verb) string {
 // ReleaseBlocking labels the specs whose results decide a last-known-good
 // pair (docs/lkg.md): the core behaviour every CCM with the capability must
 // have. It is not a capability, so it never causes a skip.
-const ReleaseBlocking = blocking.Label
+const ReleaseBlocking = labels.ReleaseBlocking
 
 // NeedsSimulatedNodes and NeedsSimulatedCloud label a release-blocking spec
-// that only some backends can run (package blocking says which): it blocks
+// that only some backends can run (package labels says which): it blocks
 // there and nowhere else. They go with the checks that skip the spec
 // elsewhere (RequireMachines; RequireDriverVerbs of a simulator-only verb).
 const (
-	NeedsSimulatedNodes = string(blocking.SimulatedNodes)
-	NeedsSimulatedCloud = string(blocking.SimulatedCloud)
+	NeedsSimulatedNodes = string(labels.SimulatedNodes)
+	NeedsSimulatedCloud = string(labels.SimulatedCloud)
 )
 
 // JoiningNode returns the name of a node on which the spec can see the CCM

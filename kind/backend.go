@@ -32,14 +32,14 @@ import (
 	kinderrors "sigs.k8s.io/kind/pkg/errors"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // BackendName is what kind clusters report as their backend.
-const BackendName = blocking.Kind
+const BackendName = labels.BackendKind
 
 // Defaults of Options.
 const (

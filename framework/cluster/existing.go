@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // reachTimeout bounds the first request to an existing cluster, so that an
@@ -23,7 +23,7 @@ func FromKubeconfig(path string) Backend { return existingBackend{path: path} }
 
 type existingBackend struct{ path string }
 
-func (b existingBackend) Name() string { return blocking.Kubeconfig }
+func (b existingBackend) Name() string { return labels.BackendKubeconfig }
 
 func (b existingBackend) SimulatesNodes() bool { return false }
 

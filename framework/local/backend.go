@@ -12,13 +12,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // BackendName is what clusters of this package report as their backend.
-const BackendName = blocking.Local
+const BackendName = labels.BackendLocal
 
 // NodeHeartbeatInterval is how often the simulated kubelets on a local
 // cluster renew their Lease and Ready condition: a fifth of

@@ -1,81 +1,31 @@
 package profile
 
-import "sort"
+import "github.com/ccm-conformance/ccm-conformance/labels"
 
-// Capability is something a CCM may or may not do. Specs carry the
-// capabilities they need as ginkgo labels with exactly these names, so a
-// label filter and a profile speak the same words.
-type Capability string
+// Capability is something a CCM may or may not do; its home is package
+// labels, which the reports share. The names below are the profile's
+// short spellings of the same values.
+type Capability = labels.Capability
 
-// The capabilities a profile can claim.
+// The capabilities a profile can claim (labels.Capabilities lists them).
 const (
-	// InstancesV2: the CCM initializes nodes (providerID, addresses,
-	// instance type) through cloudprovider.InstancesV2.
-	InstancesV2 Capability = "InstancesV2"
-	// Zones: the CCM sets topology.kubernetes.io/zone and /region.
-	Zones Capability = "Zones"
-	// NodeIPAnnotation: the CCM honours alpha.kubernetes.io/provided-node-ip.
-	NodeIPAnnotation Capability = "NodeIPAnnotation"
-	// IPv6: the cloud gives instances IPv6 addresses.
-	IPv6 Capability = "IPv6"
-	// DualStack: nodes can have an IPv4 and an IPv6 address at once.
-	DualStack Capability = "DualStack"
-	// NodeLifecycle: the CCM deletes Nodes of deleted instances and taints
-	// Nodes of stopped ones.
-	NodeLifecycle Capability = "NodeLifecycle"
-	// LoadBalancer: the CCM provisions Services of type LoadBalancer.
-	LoadBalancer Capability = "LoadBalancer"
-	// LoadBalancerUDP: load balancers carry UDP ports, also mixed with TCP.
-	LoadBalancerUDP Capability = "LoadBalancerUDP"
-	// LoadBalancerSourceRanges: loadBalancerSourceRanges reach the cloud.
-	LoadBalancerSourceRanges Capability = "LoadBalancerSourceRanges"
-	// LoadBalancerHealthCheckNodePort: for a Service with
-	// externalTrafficPolicy Local, the cloud load balancer health-checks
-	// the Service's healthCheckNodePort (and the cloud driver reports it).
-	LoadBalancerHealthCheckNodePort Capability = "LoadBalancerHealthCheckNodePort"
-	// DataPath: traffic can be sent through load balancers from where the
-	// harness runs.
-	DataPath Capability = "DataPath"
-	// Routes: the CCM's route controller programs cloud routes for podCIDRs.
-	Routes Capability = "Routes"
-	// LeaderMigration: the CCM supports --enable-leader-migration.
-	LeaderMigration Capability = "LeaderMigration"
+	InstancesV2                     = labels.InstancesV2
+	Zones                           = labels.Zones
+	NodeIPAnnotation                = labels.NodeIPAnnotation
+	IPv6                            = labels.IPv6
+	DualStack                       = labels.DualStack
+	NodeLifecycle                   = labels.NodeLifecycle
+	LoadBalancer                    = labels.LoadBalancer
+	LoadBalancerUDP                 = labels.LoadBalancerUDP
+	LoadBalancerSourceRanges        = labels.LoadBalancerSourceRanges
+	LoadBalancerHealthCheckNodePort = labels.LoadBalancerHealthCheckNodePort
+	DataPath                        = labels.DataPath
+	Routes                          = labels.Routes
+	LeaderMigration                 = labels.LeaderMigration
 )
 
-var knownCapabilities = map[Capability]string{
-	InstancesV2:                     "node initialization through InstancesV2",
-	Zones:                           "zone and region labels",
-	NodeIPAnnotation:                "alpha.kubernetes.io/provided-node-ip",
-	IPv6:                            "IPv6 instance addresses",
-	DualStack:                       "dual-stack nodes",
-	NodeLifecycle:                   "deleting and tainting nodes of gone or stopped instances",
-	LoadBalancer:                    "Services of type LoadBalancer",
-	LoadBalancerUDP:                 "UDP and mixed-protocol load balancers",
-	LoadBalancerSourceRanges:        "loadBalancerSourceRanges",
-	LoadBalancerHealthCheckNodePort: "health checks of healthCheckNodePort for externalTrafficPolicy Local",
-	DataPath:                        "traffic through load balancers",
-	Routes:                          "cloud routes for podCIDRs",
-	LeaderMigration:                 "leader migration",
-}
-
-// Known reports whether c is a capability the harness knows.
-func (c Capability) Known() bool {
-	_, ok := knownCapabilities[c]
-	return ok
-}
-
-// Description says in a few words what the capability covers.
-func (c Capability) Description() string { return knownCapabilities[c] }
-
 // Capabilities lists every known capability, sorted.
-func Capabilities() []Capability {
-	out := make([]Capability, 0, len(knownCapabilities))
-	for c := range knownCapabilities {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
+func Capabilities() []Capability { return labels.Capabilities() }
 
 func capabilityNames() []string {
 	caps := Capabilities()

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
-	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // SpecInfo describes one spec for `ccm-conformance list`.
@@ -32,7 +32,7 @@ type SpecInfo struct {
 	Skip string `json:"skip,omitempty"`
 	// ReleaseBlocking: the spec decides the verdict of a run on the
 	// listed backend; NotBlockingWhy says why a spec labelled
-	// ReleaseBlocking does not there (package blocking).
+	// ReleaseBlocking does not there (package labels).
 	ReleaseBlocking bool   `json:"releaseBlocking"`
 	NotBlockingWhy  string `json:"notBlockingWhy,omitempty"`
 }
@@ -41,7 +41,7 @@ type SpecInfo struct {
 // for a run on backend.
 func MarkReleaseBlocking(specs []SpecInfo, backend string) {
 	for i := range specs {
-		specs[i].ReleaseBlocking, specs[i].NotBlockingWhy = blocking.Blocks(specs[i].Labels, backend)
+		specs[i].ReleaseBlocking, specs[i].NotBlockingWhy = labels.Blocks(specs[i].Labels, backend)
 	}
 }
 
@@ -51,7 +51,7 @@ type ListOptions struct {
 	LabelFilter string
 	// ProfilePath is the profile whose run is foreseen. Required.
 	ProfilePath string
-	// Backend is the backend of the foreseen run (blocking.Local, Kind or
+	// Backend is the backend of the foreseen run (labels.BackendLocal, Kind or
 	// Kubeconfig). On the local one the harness simulates the nodes, so
 	// specs that need machines can have them when the cloud driver creates
 	// instances; on kind the nodes await the CCM when the run begins, so
@@ -81,8 +81,8 @@ func ListForProfile(ctx context.Context, opts ListOptions) (*ProfileListing, err
 			return nil, &InputError{fmt.Errorf("--label-filter %q: %s", opts.LabelFilter, labelFilterError(err))}
 		}
 	}
-	if !slices.Contains(blocking.Backends, opts.Backend) {
-		return nil, &InputError{fmt.Errorf("--backend %q: want one of %s", opts.Backend, strings.Join(blocking.Backends, ", "))}
+	if !slices.Contains(labels.Backends, opts.Backend) {
+		return nil, &InputError{fmt.Errorf("--backend %q: want one of %s", opts.Backend, strings.Join(labels.Backends, ", "))}
 	}
 	checked, err := CheckProfile(ctx, CheckOptions{ProfilePath: opts.ProfilePath})
 	if err != nil {
@@ -100,11 +100,11 @@ func ListForProfile(ctx context.Context, opts ListOptions) (*ProfileListing, err
 	}
 	if p.CCM.HarnessStarts() {
 		f.CCMInstances = probeCCMs{}
-		if opts.Backend == blocking.Local && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
+		if opts.Backend == labels.BackendLocal && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
 			f.Machines = &framework.Machines{}
 		}
 	}
-	if opts.Backend == blocking.Kind {
+	if opts.Backend == labels.BackendKind {
 		// kind's nodes start with the uninitialized taint, for the CCM the
 		// harness deploys.
 		f.NodesAwaitingCCM = []string{"kind-worker"}

@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
-	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 )
@@ -21,8 +20,8 @@ import (
 // Defaults of Config.
 const (
 	// ReleaseBlockingLabel is the ginkgo label of the specs the rules
-	// judge a run by (on the backends package blocking says).
-	ReleaseBlockingLabel = blocking.Label
+	// judge a run by (on the backends package labels says).
+	ReleaseBlockingLabel = labels.ReleaseBlocking
 	// DefaultStaleAfter is how old a provider's newest run may be.
 	DefaultStaleAfter = 72 * time.Hour
 	// DefaultStreak is how many passing runs make a pair good.
@@ -210,7 +209,7 @@ func Judge(r *store.Run) RunVerdict {
 	labelled := false
 	for _, s := range r.Specs.Specs {
 		labelled = labelled || s.HasLabel(ReleaseBlockingLabel)
-		if ok, _ := blocking.Blocks(s.Labels, v.Backend); ok {
+		if ok, _ := labels.Blocks(s.Labels, v.Backend); ok {
 			blockers = append(blockers, s)
 		}
 	}
@@ -331,7 +330,7 @@ func ofClaimedCapabilities(rec *prow.SpecRecords, s prow.SpecRecord) bool {
 	for _, l := range s.Labels {
 		// Only capability labels: ReleaseBlockingLabel and the labels
 		// of upstream changes (framework.UpstreamChanges) claim nothing.
-		if profile.Capability(l).Known() && !contains(rec.Capabilities, l) {
+		if labels.Capability(l).Known() && !contains(rec.Capabilities, l) {
 			return false
 		}
 	}

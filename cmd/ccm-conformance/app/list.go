@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/blocking"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
@@ -44,8 +44,8 @@ never built here.`,
 			if output != "text" && output != "json" {
 				return &exitError{code: runner.ExitHarnessError, err: fmt.Errorf("--output %q: want text or json", output)}
 			}
-			if !slices.Contains(blocking.Backends, backend) {
-				return &exitError{code: runner.ExitHarnessError, err: fmt.Errorf("--backend %q: want one of %s", backend, strings.Join(blocking.Backends, ", "))}
+			if !slices.Contains(labels.Backends, backend) {
+				return &exitError{code: runner.ExitHarnessError, err: fmt.Errorf("--backend %q: want one of %s", backend, strings.Join(labels.Backends, ", "))}
 			}
 			var (
 				specs   []runner.SpecInfo
@@ -54,7 +54,7 @@ never built here.`,
 			)
 			if profilePath != "" {
 				opts := runner.ListOptions{Suites: suites.All(), LabelFilter: labelFilter, ProfilePath: profilePath, Backend: backend}
-				if backend != blocking.Kubeconfig {
+				if backend != labels.BackendKubeconfig {
 					// The pod networks the harness's own clusters use.
 					opts.ClusterCIDRs = local.DefaultClusterCIDRs()
 				}
@@ -98,7 +98,7 @@ never built here.`,
 	cmd.Flags().StringVar(&labelFilter, "label-filter", "", "only specs this ginkgo label filter selects")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().StringVar(&profilePath, "provider", "", "mark the specs a run with this profile would skip, and why")
-	cmd.Flags().StringVar(&backend, "backend", blocking.Local, "the backend of the run to foresee: "+strings.Join(blocking.Backends, ", "))
+	cmd.Flags().StringVar(&backend, "backend", labels.BackendLocal, "the backend of the run to foresee: "+strings.Join(labels.Backends, ", "))
 	return cmd
 }
 

@@ -1,30 +1,31 @@
-// Package blocking says which specs decide a last-known-good verdict, and
-// on which backends. A spec is release-blocking when it carries Label; a
-// release-blocking spec that also carries a Need blocks only on the
-// backends that can meet that need everywhere (docs/lkg.md, "Release-blocking
-// on each backend"). The verdict (reports/lkg) and `ccm-conformance list`
-// both read this table, so what a run is judged by and what a user is
-// told beforehand cannot differ.
-package blocking
+package labels
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Label is the ginkgo label of the release-blocking specs.
-const Label = "ReleaseBlocking"
+// Which specs decide a last-known-good verdict, and on which backends. A
+// spec is release-blocking when it carries ReleaseBlocking; a
+// release-blocking spec that also carries a Need blocks only on the
+// backends that can meet that need everywhere (docs/lkg.md,
+// "Release-blocking on each backend"). The verdict (reports/lkg) and
+// `ccm-conformance list` both read this table, so what a run is judged by
+// and what a user is told beforehand cannot differ.
+
+// ReleaseBlocking is the ginkgo label of the release-blocking specs.
+const ReleaseBlocking = "ReleaseBlocking"
 
 // The backends a run can use, by the names their Name methods give
 // (framework/local, kind, framework/cluster's existing-cluster backend).
 const (
-	Local      = "local"
-	Kind       = "kind"
-	Kubeconfig = "kubeconfig"
+	BackendLocal      = "local"
+	BackendKind       = "kind"
+	BackendKubeconfig = "kubeconfig"
 )
 
 // Backends lists them in the order docs and `list` show them.
-var Backends = []string{Local, Kind, Kubeconfig}
+var Backends = []string{BackendLocal, BackendKind, BackendKubeconfig}
 
 // Need is a ginkgo label naming what a spec needs of its environment
 // beyond the profile's capabilities and the cloud driver's verbs: something
@@ -50,8 +51,8 @@ var Needs = []Need{SimulatedNodes, SimulatedCloud}
 
 // metBy says on which backends each need is met.
 var metBy = map[Need][]string{
-	SimulatedNodes: {Local},
-	SimulatedCloud: {Local, Kind},
+	SimulatedNodes: {BackendLocal},
+	SimulatedCloud: {BackendLocal, BackendKind},
 }
 
 // What says in a few words what a need is, for `list` and verdicts.
@@ -88,7 +89,7 @@ func (n Need) MetOn(backend string) bool {
 // holds every labelled spec to account: nothing is excused by a backend
 // nobody can check.
 func Blocks(labels []string, backend string) (bool, string) {
-	if !has(labels, Label) {
+	if !has(labels, ReleaseBlocking) {
 		return false, ""
 	}
 	if !known(backend) {
