@@ -11,6 +11,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
@@ -33,10 +34,10 @@ func seedStore(t *testing.T, url string) (corrupt string) {
 		if !pass {
 			state = types.SpecStateFailed
 		}
-		return storetest.Publish(t, st, storetest.Run{
+		return rundirtest.Publish(t, st, rundirtest.Run{
 			Provider: provider, KubernetesVersion: version, KubernetesCommit: "0123456789abcdef", CCMDigest: "sha256:" + provider,
 			Started: now.Add(-ago),
-			Specs: []storetest.Spec{
+			Specs: []rundirtest.Spec{
 				{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"InstancesV2", "ReleaseBlocking"}, State: state, Failure: "node ccm-node-1: expected zone a, saw b"},
 				{Suite: "loadbalancer", Text: "keeps the source IP", Labels: []string{"LoadBalancer"}, State: types.SpecStateFailed},
 			},
@@ -229,10 +230,10 @@ func TestPublishToBuckets(t *testing.T) {
 			url := tt.open(t)
 			for i := 0; i < 3; i++ {
 				run := t.TempDir()
-				storetest.WriteRunDir(t, run, storetest.Run{
+				rundirtest.WriteRunDir(t, run, rundirtest.Run{
 					Provider: "reference", KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:ref",
 					Started: time.Now().Add(-time.Duration(3-i) * time.Hour).Truncate(time.Second),
-					Specs:   []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"ReleaseBlocking"}}},
+					Specs:   []rundirtest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"ReleaseBlocking"}}},
 				})
 				res := runHarness(t, nil, "publish", "--store", url, run)
 				if res.code != 0 {
@@ -264,11 +265,11 @@ func TestLKGCheckRefusesLabelFilteredRuns(t *testing.T) {
 	defer st.Close()
 	now := time.Now().Truncate(time.Second)
 	for i := 0; i < 3; i++ {
-		storetest.Publish(t, st, storetest.Run{
+		rundirtest.Publish(t, st, rundirtest.Run{
 			Provider: "narrowed", KubernetesVersion: "v1.37.2", KubernetesCommit: "0123456789abcdef", CCMDigest: "sha256:narrowed",
 			Started: now.Add(-time.Duration(3-i) * time.Hour), LabelFilter: "NodeLifecycle",
 			Capabilities: []string{"InstancesV2", "NodeLifecycle"},
-			Specs: []storetest.Spec{
+			Specs: []rundirtest.Spec{
 				{Suite: "nodelifecycle", Text: "deletes the Node of a deleted instance", Labels: []string{"NodeLifecycle", "ReleaseBlocking"}},
 				// Left out by the filter: skipped without a message.
 				{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"InstancesV2", "ReleaseBlocking"}, State: types.SpecStateSkipped},

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
-	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -259,10 +259,10 @@ func TestPartialRunsArePartial(t *testing.T) {
 	}
 	defer st.Close()
 	for i := 0; i < 3; i++ {
-		storetest.Publish(t, st, storetest.Run{
+		rundirtest.Publish(t, st, rundirtest.Run{
 			Provider: "narrowed", KubernetesVersion: "v1.37.2", KubernetesCommit: "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", CCMDigest: "sha256:narrowed",
 			Started: now.Add(-time.Duration(3-i) * time.Hour), LabelFilter: "LoadBalancer",
-			Specs: []storetest.Spec{{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}}},
+			Specs: []rundirtest.Spec{{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}}},
 		})
 	}
 	out := t.TempDir()
@@ -309,10 +309,10 @@ func TestRunPageShowsTheReleaseCheck(t *testing.T) {
 		nil,
 	}
 	for i, meta := range checks {
-		storetest.Publish(t, st, storetest.Run{
+		rundirtest.Publish(t, st, rundirtest.Run{
 			Provider: fmt.Sprintf("p%d", i), KubernetesVersion: "v1.37.2", KubernetesCommit: "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", CCMDigest: "sha256:p",
 			Started: now.Add(-time.Hour), Metadata: meta,
-			Specs: []storetest.Spec{{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}}},
+			Specs: []rundirtest.Spec{{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}}},
 		})
 	}
 	out := t.TempDir()

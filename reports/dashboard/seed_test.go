@@ -11,8 +11,8 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
-	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 // now is the clock of every test here.
@@ -59,7 +59,7 @@ func seedStore(t testing.TB) seeded {
 		if failure != "" {
 			state = types.SpecStateFailed
 		}
-		return storetest.Publish(t, st, storetest.Run{
+		return rundirtest.Publish(t, st, rundirtest.Run{
 			Provider: provider, KubernetesVersion: version, KubernetesCommit: "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", CCMDigest: digest,
 			Started: now.Add(-ago), Duration: 2 * time.Minute,
 			// Two lanes, set up side by side; the setup scales with the
@@ -68,7 +68,7 @@ func seedStore(t testing.TB) seeded {
 				{Name: "lane-1", Phases: []runner.Phase{{Name: "cluster", Duration: 7 * time.Second}, {Name: "ccm", Duration: 10 * nodeInit}}},
 				{Name: "lane-2", Phases: []runner.Phase{{Name: "cluster", Duration: 6 * time.Second}, {Name: "ccm", Duration: 12 * nodeInit}}},
 			},
-			Specs: []storetest.Spec{
+			Specs: []rundirtest.Spec{
 				{Suite: "nodeaddress", Text: "initializes a node that joins while the CCM runs", Labels: []string{"InstancesV2", lkg.ReleaseBlockingLabel},
 					Latencies: map[string]time.Duration{"node-initialized": nodeInit}, ObservationLags: []time.Duration{nodeInit / 50, nodeInit / 100}},
 				{Suite: "loadbalancer", Text: "gives a new Service an ingress", Labels: []string{"LoadBalancer", lkg.ReleaseBlockingLabel}, State: state, Failure: failure,

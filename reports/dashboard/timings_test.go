@@ -12,8 +12,8 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
-	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 // A run's setup time is its slowest world's, its observation lag figure
@@ -126,10 +126,10 @@ func TestCellComesFromItsPair(t *testing.T) {
 	}
 	defer st.Close()
 	publish := func(digest string, ago time.Duration, state types.SpecState) store.Build {
-		return storetest.Publish(t, st, storetest.Run{
+		return rundirtest.Publish(t, st, rundirtest.Run{
 			Provider: "upgraded", KubernetesVersion: "v1.37.2", KubernetesCommit: "4f1e2d3", CCMDigest: digest,
 			Started: now.Add(-ago), Duration: 3 * time.Minute,
-			Specs: []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{lkg.ReleaseBlockingLabel}, State: state, Failure: "no"}},
+			Specs: []rundirtest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{lkg.ReleaseBlockingLabel}, State: state, Failure: "no"}},
 		})
 	}
 	publish("sha256:good", 4*time.Hour, types.SpecStatePassed)

@@ -18,16 +18,17 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 var t0 = time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
 
-func run(provider string, started time.Time, states ...types.SpecState) storetest.Run {
-	r := storetest.Run{Provider: provider, KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:01", CCMModule: "k8s.io/cloud-provider-vsphere@v1.36.0", CCMCloudProvider: "v0.36.0", Started: started}
+func run(provider string, started time.Time, states ...types.SpecState) rundirtest.Run {
+	r := rundirtest.Run{Provider: provider, KubernetesVersion: "v1.37.2", KubernetesCommit: "abc", CCMDigest: "sha256:01", CCMModule: "k8s.io/cloud-provider-vsphere@v1.36.0", CCMCloudProvider: "v0.36.0", Started: started}
 	for i, s := range states {
-		r.Specs = append(r.Specs, storetest.Spec{Suite: "nodeaddress", Text: fmt.Sprintf("spec %d", i), Labels: []string{"ReleaseBlocking"}, State: s})
+		r.Specs = append(r.Specs, rundirtest.Spec{Suite: "nodeaddress", Text: fmt.Sprintf("spec %d", i), Labels: []string{"ReleaseBlocking"}, State: s})
 	}
 	return r
 }
@@ -61,12 +62,12 @@ func TestPublishAndRead(t *testing.T) {
 			ctx := context.Background()
 			st := open(t, newURL(t))
 			var builds []store.Build
-			for i, r := range []storetest.Run{
+			for i, r := range []rundirtest.Run{
 				run("reference", t0, types.SpecStatePassed),
 				run("reference", t0.Add(time.Hour), types.SpecStatePassed, types.SpecStateFailed),
 				run("Other Cloud", t0.Add(2*time.Hour), types.SpecStatePassed),
 			} {
-				b := storetest.Publish(t, st, r)
+				b := rundirtest.Publish(t, st, r)
 				if len(b.ID) != 19 || !strings.HasPrefix(b.ID, r.Started.Format("20060102150405")) {
 					t.Errorf("run %d: build id %q does not start with the run's start time", i, b.ID)
 				}
@@ -129,7 +130,7 @@ func TestConcurrentPublishers(t *testing.T) {
 			dirs := make([]string, publishers*each)
 			for i := range dirs {
 				dirs[i] = t.TempDir()
-				storetest.WriteRunDir(t, dirs[i], run("reference", t0, types.SpecStatePassed))
+				rundirtest.WriteRunDir(t, dirs[i], run("reference", t0, types.SpecStatePassed))
 			}
 			var wg sync.WaitGroup
 			errs := make(chan error, len(dirs))
@@ -214,7 +215,7 @@ func TestReadAllSkipsBrokenRecords(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "results")
 	st := open(t, root)
-	good := storetest.Publish(t, st, run("reference", t0, types.SpecStatePassed))
+	good := rundirtest.Publish(t, st, run("reference", t0, types.SpecStatePassed))
 	broken := map[string]struct {
 		file, content string
 		want          string
@@ -226,7 +227,7 @@ func TestReadAllSkipsBrokenRecords(t *testing.T) {
 		"empty started":         {"started.json", ``, "started.json"},
 	}
 	for name, b := range broken {
-		build := storetest.Publish(t, st, run("reference", t0.Add(time.Hour), types.SpecStatePassed))
+		build := rundirtest.Publish(t, st, run("reference", t0.Add(time.Hour), types.SpecStatePassed))
 		p := filepath.Join(root, "logs", build.Job, build.ID, filepath.FromSlash(b.file))
 		var err error
 		if b.content == "" && b.file == "finished.json" {

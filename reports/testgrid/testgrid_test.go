@@ -15,8 +15,8 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
-	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -177,24 +177,24 @@ func TestPublishedRunsCarryTheColumnHeaders(t *testing.T) {
 	started := time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
-		run  storetest.Run
+		run  rundirtest.Run
 		// want are the header values the published finished.json has.
 		want map[string]string
 	}{
-		{"a binary CCM", storetest.Run{Provider: "aws", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c1",
-			Specs: []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}},
+		{"a binary CCM", rundirtest.Run{Provider: "aws", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c1",
+			Specs: []rundirtest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}},
 			map[string]string{prow.MetaKubernetesVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:c1", prow.MetaCCMImage: ""}},
-		{"a deployed CCM", storetest.Run{Provider: "aws", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c2",
+		{"a deployed CCM", rundirtest.Run{Provider: "aws", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c2",
 			Metadata: map[string]string{prow.MetaCCMImage: "registry.example/ccm:v2"},
-			Specs:    []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}},
+			Specs:    []rundirtest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}},
 			map[string]string{prow.MetaKubernetesVersion: "v1.37.2", prow.MetaCCMDigest: "sha256:c2", prow.MetaCCMImage: "registry.example/ccm:v2"}},
-		{"the cluster never came up", storetest.Run{Provider: "aws", Err: &runner.SetupError{Step: "local cluster", Err: errors.New("etcd did not start")}},
+		{"the cluster never came up", rundirtest.Run{Provider: "aws", Err: &runner.SetupError{Step: "local cluster", Err: errors.New("etcd did not start")}},
 			map[string]string{prow.MetaKubernetesVersion: "", prow.MetaCCMDigest: "", prow.MetaCCMImage: ""}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run.Started = started.Add(time.Duration(i) * time.Hour)
-			b := storetest.Publish(t, st, tt.run)
+			b := rundirtest.Publish(t, st, tt.run)
 			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(b.Key(prow.FinishedFile))))
 			if err != nil {
 				t.Fatal(err)

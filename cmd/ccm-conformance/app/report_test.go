@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
-	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
 )
 
 // report writes the dashboard of a store, names the records it skipped,
@@ -22,10 +22,10 @@ func TestReportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now().Add(-time.Hour).Truncate(time.Second)
-	b := storetest.Publish(t, st, storetest.Run{Provider: "reference", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c1", Started: started,
-		Specs: []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}})
-	storetest.Publish(t, st, storetest.Run{Provider: "reference", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c1", Started: started.Add(time.Minute),
-		Specs: []storetest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}})
+	b := rundirtest.Publish(t, st, rundirtest.Run{Provider: "reference", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c1", Started: started,
+		Specs: []rundirtest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}})
+	rundirtest.Publish(t, st, rundirtest.Run{Provider: "reference", KubernetesVersion: "v1.37.2", CCMDigest: "sha256:c1", Started: started.Add(time.Minute),
+		Specs: []rundirtest.Spec{{Suite: "nodeaddress", Text: "initializes nodes"}}})
 	st.Close()
 	corrupt := filepath.Join(dir, "logs", b.Job, b.ID, "artifacts", "specs.json")
 	if err := os.WriteFile(corrupt, []byte(`{"version": 1, "specs": [`), 0o644); err != nil {
