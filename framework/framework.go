@@ -16,10 +16,13 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/labels"
 )
@@ -185,6 +188,40 @@ func mustDeclareNeed(n labels.Need) {
 	}
 }
 
+// RegisterNode creates an instance through the cloud driver and registers
+// a Node for it as a kubelet run with --cloud-provider=external would (the
+// uninitialized taint, no providerID, its Hostname address), so that the
+// CCM must initialize it during the spec. No kubelet runs behind it: it
+// turns NotReady after the node monitor's grace period, and no pod can run
+// there. Node and instance are deleted when the spec ends, in that order.
+func (f *Framework) RegisterNode(ctx context.Context) (string, error) {
+	name := UniqueName("ccm-join")
+	if _, err := f.Driver.CreateInstance(ctx, clouddriver.CreateInstanceRequest{Name: name}); err != nil {
+		return "", fmt.Errorf("creating instance %s through the cloud driver: %w", name, err)
+	}
+	ginkgo.DeferCleanup(func(ctx context.Context) error {
+		if err := f.Driver.DeleteInstance(ctx, name); err != nil && !clouddriver.IsNotFound(err) {
+			return fmt.Errorf("deleting instance %s: %w", name, err)
+		}
+		return nil
+	})
+	node, err := nodes.NewNode(nodes.Spec{Name: name}, f.KubernetesVersion, metav1.Now())
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("registering node %s: %w", name, err)
+	}
+	ginkgo.DeferCleanup(func(ctx context.Context) error {
+		err := f.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting node %s: %w", name, err)
+		}
+		return nil
+	})
+	return name, nil
+}
+
 func quoteVerbs(verbs []clouddriver.Verb) string {
 	q := make([]string, len(verbs))
 	for i, v := range verbs {
@@ -209,18 +246,23 @@ const (
 
 // JoiningNode returns the name of a node on which the spec can see the CCM
 // act (what it does, as in "program a route", is for the skip message): a
-// machine it adds, which goes when the spec ends, or, on real nodes the
-// harness cannot add to, one that still carried the uninitialized taint
-// when the harness deployed the CCM (kind). On a cluster with neither the
-// spec skips: there it would only read what was written before the run,
-// perhaps by another CCM, and could not tell a CCM that acts from one that
-// does nothing.
+// machine it adds, which goes when the spec ends; on real nodes the harness
+// cannot add to, one that still carried the uninitialized taint when the
+// harness deployed the CCM (kind); else, where the cloud driver creates and
+// deletes instances (an existing cluster), a Node the harness registers
+// for an instance it creates, as a kubelet would (RegisterNode). On a
+// cluster with none of these the spec skips: there it would only read what
+// was written before the run, perhaps by another CCM, and could not tell a
+// CCM that acts from one that does nothing.
 func (f *Framework) JoiningNode(ctx context.Context, does string) (string, error) {
 	if f.Machines == nil {
 		if len(f.NodesAwaitingCCM) > 0 {
 			return f.NodesAwaitingCCM[0], nil
 		}
-		ginkgo.Skip("the harness cannot add a machine to this cluster, and no node awaited the CCM when the run began, so the spec cannot see the CCM " +
+		if f.Driver != nil && f.Driver.Supports(clouddriver.VerbInstanceCreate) && f.Driver.Supports(clouddriver.VerbInstanceDelete) {
+			return f.RegisterNode(ctx)
+		}
+		ginkgo.Skip("the harness cannot add a machine to this cluster, no node awaited the CCM when the run began, and the cloud driver does not create and delete instances, so the spec cannot see the CCM " +
 			does + "; reading the cluster as it is would only show what was written before the run")
 	}
 	m, err := f.Machines.Add(ctx, MachineRequest{})

@@ -216,31 +216,42 @@ func TestListShowsLabelsAndSkips(t *testing.T) {
 // list --backend foresees a run on that backend and judges it by the
 // verdict's own rules: on kind the node IP specs, which need simulated
 // nodes, are marked as not release-blocking there and their capability as
-// unjudged; on an existing cluster the specs that watch a node join skip,
-// so such a run would be partial.
+// unjudged; on an existing cluster the specs that watch a node join run on
+// a Node the harness registers (the driver creates instances), and the
+// route spec that needs the cluster's pod network skips unless the profile
+// names it, so such a run is partial until it does.
 func TestListForeseesTheVerdictOnEachBackend(t *testing.T) {
 	profile := referenceProfile(t, t.TempDir(), nil, nil)
+	withPodNetwork := referenceProfile(t, t.TempDir(), nil, func(s string) string {
+		return strings.Replace(s, "cluster:\n  nodes: 3\n", "cluster:\n  nodes: 3\n  clusterCIDRs: [10.244.0.0/16]\n", 1)
+	})
 	tests := []struct {
 		backend string
+		profile string
 		want    []string
 	}{
-		{"local", []string{
+		{"local", profile, []string{
 			"makes an IPv4 node IP the node's only InternalIP, listed first, keeping other address types [NodeIPAnnotation, InstancesV2, NeedsSimulatedNodes, NeedsSimulatedCloud, ReleaseBlocking]\n",
 			"\na run on local can be last-known-good: 30 release-blocking spec(s) would run\n",
 		}},
-		{"kind", []string{
+		{"kind", profile, []string{
 			"[NodeIPAnnotation, InstancesV2, NeedsSimulatedNodes, NeedsSimulatedCloud, ReleaseBlocking] (not release-blocking here: needs simulated nodes, which the kind backend does not have) (skipped: ",
 			"\na run on kind can be last-known-good: ",
 			"; no release-blocking spec judges NodeIPAnnotation, IPv6, DualStack there\n",
 		}},
-		{"kubeconfig", []string{
+		{"kubeconfig", profile, []string{
 			"(not release-blocking here: needs simulated nodes and a simulated cloud, which the kubeconfig backend does not have)",
-			"\na run on kubeconfig cannot be last-known-good (it would be partial): 8 release-blocking spec(s) of claimed capabilities did not run: [",
+			"\na run on kubeconfig cannot be last-known-good (it would be partial): 1 release-blocking spec(s) of claimed capabilities did not run: [routes] ",
+			"removes a route inside the cluster CIDR that belongs to no node and leaves routes outside it alone [Routes, ReleaseBlocking] (skipped: the cluster's IPv4 pod network is unknown: set cluster.clusterCIDRs in the profile)",
+		}},
+		{"kubeconfig", withPodNetwork, []string{
+			"\na run on kubeconfig can be last-known-good: ",
+			"; no release-blocking spec judges NodeIPAnnotation, IPv6, DualStack there\n",
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.backend, func(t *testing.T) {
-			res := runHarness(t, nil, "list", "--provider", profile, "--backend", tt.backend)
+			res := runHarness(t, nil, "list", "--provider", tt.profile, "--backend", tt.backend)
 			if res.code != 0 {
 				t.Fatalf("exit %d: %s", res.code, res.stderr)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
@@ -19,8 +20,10 @@ import (
 )
 
 // On a cluster of real machines (--kubeconfig: the harness adds none), the
-// node lifecycle specs about a deleted and a stopped instance take down one
-// of the cluster's own nodes through the cloud driver. The machines here
+// node addressing specs run on a Node the harness registers for an instance
+// it creates through the cloud driver, and the node lifecycle specs about a
+// deleted and a stopped instance take down one of the cluster's own nodes
+// through the cloud driver. The machines here
 // are stand-ins the test runs outside the harness: an instance of the
 // reference cloud each, and a kubelet that runs while its instance does.
 func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
@@ -115,6 +118,85 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 			return s
 		})
 	}
+	// First, on the untouched cluster: the node addressing specs watch a
+	// node join. No kubelet can be added to this cluster, but the cloud
+	// driver creates instances: the harness registers a Node for one as a
+	// kubelet would, and the CCM must initialize it during the spec. A CCM
+	// whose controllers do nothing fails them.
+	const joinFilter = "InstancesV2 && !NodeIPAnnotation"
+	join := []string{
+		"removes the uninitialized taint from every node and sets a providerID",
+		"sets each node's providerID to its instance's",
+		"gives each node the addresses its instance has in the cloud",
+		"labels each node with its instance type",
+		"labels each node with its instance's zone and region",
+	}
+	for _, tt := range []struct {
+		name   string
+		edit   func(string) string
+		code   int
+		status string
+	}{
+		{name: "join specs, a correct CCM", code: 0, status: "passed"},
+		{name: "join specs, a CCM that does nothing", code: 1, status: "failed", edit: func(s string) string {
+			return testbin.FailFast(strings.Replace(s, "      - --cloud-provider=reference\n", "      - --cloud-provider=reference\n      - "+nullCCMArgs[0]+"\n", 1))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			profile := profileWith("")
+			if tt.edit != nil {
+				data, err := os.ReadFile(profile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(profile, []byte(tt.edit(string(data))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runDir := filepath.Join(shortTempDir(t), "run")
+			res := runHarness(t, []string{"TMPDIR=" + tmp}, "run", "--provider", profile, "--kubeconfig", c.Kubeconfig(),
+				"--label-filter", joinFilter, "--artifacts", runDir)
+			if res.code != tt.code {
+				t.Fatalf("exit code %d, want %d; stdout:\n%s\nstderr:\n%s", res.code, tt.code, tail(res.stdout, 60), res.stderr)
+			}
+			cases := readJUnit(t, runDir)
+			for _, want := range join {
+				found := false
+				for _, jc := range cases {
+					if strings.Contains(jc.Name, want) {
+						found = true
+						if jc.Status != tt.status {
+							t.Errorf("%s: %s, want %s", jc.Name, jc.Status, tt.status)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("spec %q is not in the JUnit report", want)
+				}
+			}
+			if tt.code == 0 {
+				expectListForesaw(t, profile, joinFilter, cases)
+			}
+			// The registered Nodes and their instances are gone.
+			list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range list.Items {
+				if strings.HasPrefix(n.Name, "ccm-join-") {
+					t.Errorf("node %s, registered by the harness, is still there", n.Name)
+				}
+			}
+			if inst, err := api.ListInstances(context.Background()); err == nil {
+				for _, in := range inst {
+					if strings.HasPrefix(in.Name, "ccm-join-") {
+						t.Errorf("instance %s, created by the harness, is still there", in.Name)
+					}
+				}
+			}
+		})
+	}
+
 	// Each run takes down two machines for good or for a while: the
 	// first deletes machine-1 and stops machine-2; the second, whose CCM
 	// never deletes a Node, deletes machine-2's instance and stops
@@ -168,6 +250,7 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 			}
 		})
 	}
+
 }
 
 // expectListForesaw checks that `list --backend kubeconfig` foresaw which

@@ -130,21 +130,31 @@ func ParseNodeIPs(ips []string) ([]net.IP, error) {
 
 // newNode builds the Node a kubelet with --cloud-provider=external registers.
 func (k *Kubelet) newNode(now metav1.Time) (*corev1.Node, error) {
-	ips, err := ParseNodeIPs(k.spec.NodeIPs)
+	return NewNode(k.spec, k.opts.KubeletVersion, now)
+}
+
+// NewNode builds the Node that a kubelet of the version, run with
+// --cloud-provider=external and spec's flags, registers at now: the
+// uninitialized taint, no providerID, its Hostname address (and node IPs
+// with their annotation), a Ready condition. The harness registers such a
+// Node itself where it cannot run a kubelet (an existing cluster), so
+// that the CCM must initialize it during the run.
+func NewNode(spec Spec, kubeletVersion string, now metav1.Time) (*corev1.Node, error) {
+	ips, err := ParseNodeIPs(spec.NodeIPs)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", k.spec.Name, err)
+		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	labels := map[string]string{
-		corev1.LabelHostname:   k.spec.Name,
+		corev1.LabelHostname:   spec.Name,
 		corev1.LabelOSStable:   "linux",
 		corev1.LabelArchStable: "amd64",
 		ManagedByLabel:         "true",
 	}
-	for key, v := range k.spec.Labels {
+	for key, v := range spec.Labels {
 		labels[key] = v
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: k.spec.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels},
 		Spec: corev1.NodeSpec{
 			Taints: []corev1.Taint{{
 				Key:    cloudproviderapi.TaintExternalCloudProvider,
@@ -157,7 +167,7 @@ func (k *Kubelet) newNode(now metav1.Time) (*corev1.Node, error) {
 			Allocatable: capacity(),
 			Conditions:  []corev1.NodeCondition{readyCondition(now, now)},
 			NodeInfo: corev1.NodeSystemInfo{
-				KubeletVersion:          k.opts.KubeletVersion,
+				KubeletVersion:          kubeletVersion,
 				OperatingSystem:         "linux",
 				Architecture:            "amd64",
 				ContainerRuntimeVersion: "simulated://0",
@@ -172,7 +182,7 @@ func (k *Kubelet) newNode(now metav1.Time) (*corev1.Node, error) {
 		annotation = append(annotation, ip.String())
 		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
 	}
-	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: k.spec.Name})
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: spec.Name})
 	if len(annotation) > 0 {
 		node.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: strings.Join(annotation, ",")}
 	}
