@@ -219,6 +219,12 @@ func (f *Framework) RegisterNode(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
+	// As a machine's kubelet does: what the spec reads next includes it.
+	if f.Watch != nil {
+		if err := f.Watch.waitNode(ctx, name, true); err != nil {
+			return "", err
+		}
+	}
 	return name, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -36,9 +37,11 @@ func declare(f *framework.Framework) {
 			Expect(err).NotTo(HaveOccurred())
 			var nodes []corev1.Node
 			f.Eventually(ctx, func(g Gomega, v *framework.View) {
+				// The joined node must be among the nodes checked: read
+				// apart, it could arrive between two reads and be left out.
 				nodes = v.Nodes()
-				_, err := v.Node(joined)
-				g.Expect(err).NotTo(HaveOccurred(), "node %s (joined during the run)", joined)
+				g.Expect(slices.ContainsFunc(nodes, func(n corev1.Node) bool { return n.Name == joined })).To(BeTrue(),
+					"node %s (joined during the run): expected it among the nodes, saw it not yet", joined)
 				for i := range nodes {
 					n := &nodes[i]
 					g.Expect(framework.Uninitialized(n)).To(BeFalse(),
