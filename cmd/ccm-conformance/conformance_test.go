@@ -152,10 +152,10 @@ func defectCases() []defectCase {
 			name: "load balancer kept on delete, excluded node kept", defects: "keep-lb-on-delete,backends-all-instances",
 			labelFilter: lbWithoutMigration,
 			failing: map[string][]string{
-				"deletes the cloud load balancer and then the finalizer":  {"Service ccm-lb-", "expected its cloud load balancer", "gone before the service.kubernetes.io/load-balancer-cleanup finalizer was removed, saw it still there"},
-				"when it changes to NodePort, then ClusterIP":             {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
-				"gives a Service whose name starts with a digit":          {"Service ccm-lb-", "/8080-web: expected its cloud load balancer", "gone, saw it still there"},
-				"drops a node labelled node.kubernetes.io/exclude":        {"Service ccm-lb-", "expected node ccm-node-1, labelled node.kubernetes.io/exclude-from-external-load-balancers=true, gone from the backends", "saw backends [ccm-node-1 ccm-node-2 ccm-node-3]"},
+				"deletes the cloud load balancer and then the finalizer": {"Service ccm-lb-", "expected its cloud load balancer", "gone before the service.kubernetes.io/load-balancer-cleanup finalizer was removed, saw it still there"},
+				"when it changes to NodePort, then ClusterIP":            {"Service ccm-lb-", "expected its cloud load balancer", "gone, saw it still there"},
+				"gives a Service whose name starts with a digit":         {"Service ccm-lb-", "/8080-web: expected its cloud load balancer", "gone, saw it still there"},
+				"drops a node labelled node.kubernetes.io/exclude":       {"Service ccm-lb-", "expected node ccm-node-1, labelled node.kubernetes.io/exclude-from-external-load-balancers=true, gone from the backends", "saw backends [ccm-node-1 ccm-node-2 ccm-node-3]"},
 				// Whichever check of the backends (framework.CheckBackends) the
 				// instances of gone or excluded nodes trip first.
 				"adds a joining node to the backends and drops a leaving": {"Service ccm-lb-", "the backends of cloud load balancer"},
