@@ -86,12 +86,7 @@ func declare(f *framework.Framework) {
 		// addInitializedMachine adds a machine where the harness simulates
 		// nodes and waits until the CCM has initialized its node; a spec
 		// that needs one everywhere calls initializedMachine instead.
-		var addInitializedMachine func(ctx context.Context, req framework.MachineRequest) *framework.Machine
-		initializedMachine := func(ctx context.Context, req framework.MachineRequest) *framework.Machine {
-			f.RequireMachines()
-			return addInitializedMachine(ctx, req)
-		}
-		addInitializedMachine = func(ctx context.Context, req framework.MachineRequest) *framework.Machine {
+		addInitializedMachine := func(ctx context.Context, req framework.MachineRequest) *framework.Machine {
 			m, err := f.Machines.Add(ctx, req)
 			Expect(err).NotTo(HaveOccurred(), "adding a machine")
 			DeferCleanup(f.Machines.Delete, m.Name)
@@ -104,6 +99,10 @@ func declare(f *framework.Framework) {
 				g.Expect(framework.Uninitialized(n)).To(BeFalse(), "node %s: expected the uninitialized taint gone, saw taints %s", m.Name, framework.FormatTaints(n.Spec.Taints))
 			}).WithTimeout(f.Timeout(profile.NodeInitialize)).Should(Succeed())
 			return m
+		}
+		initializedMachine := func(ctx context.Context, req framework.MachineRequest) *framework.Machine {
+			f.RequireMachines()
+			return addInitializedMachine(ctx, req)
 		}
 
 		// waitNotReady waits until the node is NotReady. A node deleted
