@@ -138,7 +138,7 @@ func TestLKGCommands(t *testing.T) {
 			want map[string]string // provider: status
 		}{
 			{"green provider", []string{"--providers", "green"}, 0, map[string]string{"green": "green"}},
-			{"version without v", []string{"--providers", "green,old", "--kubernetes", "1.36.5"}, 1, map[string]string{"green": "untested", "old": "green"}},
+			{"another version", []string{"--providers", "green,old", "--kubernetes", "v1.36.5"}, 1, map[string]string{"green": "untested", "old": "green"}},
 			{"every provider", nil, 1, map[string]string{"green": "green", "flaky": "flaky", "red": "red", "stale": "stale", "old": "untested"}},
 			{"a provider with no runs", []string{"--providers", "green,absent"}, 1, map[string]string{"green": "green", "absent": "untested"}},
 			{"a longer stale-after", []string{"--providers", "stale", "--stale-after", "200h"}, 0, map[string]string{"stale": "green"}},

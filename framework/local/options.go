@@ -9,13 +9,14 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
+	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 )
 
 // Defaults of Options.
 const (
 	// DefaultKubernetesVersion is the Kubernetes release this module is
 	// tested with.
-	DefaultKubernetesVersion = "v1.37.2"
+	DefaultKubernetesVersion = kubeversion.Pinned
 	// DefaultEtcdVersion is the etcd release run with it.
 	DefaultEtcdVersion = k8sbin.DefaultEtcdVersion
 

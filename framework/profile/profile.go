@@ -14,10 +14,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
@@ -375,10 +375,6 @@ type Cluster struct {
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
 
-// kubernetesRelease is the form of cluster.kubernetesVersion: a release
-// the Go module proxy serves as k8s.io/kubernetes vX.Y.Z.
-var kubernetesRelease = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)
-
 // The values of cluster.podRoutes.
 const (
 	// PodRoutesBackend: the backend sets static routes between the nodes
@@ -536,8 +532,10 @@ func (p *Profile) Validate() field.ErrorList {
 	if r := p.Cluster.PodRoutes; r != PodRoutesBackend && r != PodRoutesCloud {
 		errs = append(errs, field.NotSupported(cpath.Child("podRoutes"), r, []string{PodRoutesBackend, PodRoutesCloud}))
 	}
-	if v := p.Cluster.KubernetesVersion; v != "" && !kubernetesRelease.MatchString(v) {
-		errs = append(errs, field.Invalid(cpath.Child("kubernetesVersion"), v, "not a Kubernetes release like v1.37.2"))
+	if v := p.Cluster.KubernetesVersion; v != "" {
+		if _, err := kubeversion.Parse(v); err != nil {
+			errs = append(errs, field.Invalid(cpath.Child("kubernetesVersion"), v, "not a Kubernetes release such as v1.37.2 or v1.38.0-rc.1"))
+		}
 	}
 	for i, c := range p.Cluster.ClusterCIDRs {
 		if _, _, err := net.ParseCIDR(c); err != nil {

@@ -133,7 +133,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-wrong-type.yaml", []string{"cluster.nodes", "string"}},
 		{"invalid-pod-routes.yaml", []string{"cluster.podRoutes", `"kindnet"`, `"backend", "cloud"`}},
 		{"invalid-lb-backends.yaml", []string{"loadBalancer.backends", `"some"`, `"all", "subset"`}},
-		{"invalid-kubernetes-version.yaml", []string{"cluster.kubernetesVersion", `"1.36"`, "like v1.37.2"}},
+		{"invalid-kubernetes-version.yaml", []string{"cluster.kubernetesVersion", `"1.36"`, "such as v1.37.2"}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
 		{"invalid-both-ccms.yaml", []string{"ccm.deployed", "exclusive"}},
 		{"invalid-image-and-binary.yaml", []string{"ccm.image: Forbidden", "ccm.binary and ccm.image are exclusive"}},

@@ -24,8 +24,8 @@ func TestGoModGeneration(t *testing.T) {
 	}{
 		{fixture: "valid-kubernetes.mod", generate: KubernetesGoMod, version: "v1.37.2", golden: "valid-kubernetes.golden.mod"},
 		{fixture: "valid-kubernetes.mod", generate: KubernetesGoMod, version: "v1.38.0-rc.1", golden: "valid-kubernetes-rc.golden.mod"},
-		{fixture: "valid-kubernetes.mod", generate: KubernetesGoMod, version: "1.37.2", wantErr: `kubernetes version "1.37.2"`},
-		{fixture: "valid-kubernetes.mod", generate: KubernetesGoMod, version: "v2.0.0", wantErr: `kubernetes version "v2.0.0"`},
+		{fixture: "valid-kubernetes.mod", generate: KubernetesGoMod, version: "1.37.2", wantErr: `Kubernetes version "1.37.2"`},
+		{fixture: "valid-kubernetes.mod", generate: KubernetesGoMod, version: "v2.0.0", wantErr: `Kubernetes version "v2.0.0"`},
 		{fixture: "invalid-kubernetes-no-staging.mod", generate: KubernetesGoMod, version: "v1.37.2", wantErr: "no ./staging replacements"},
 		{fixture: "invalid-kubernetes-other-module.mod", generate: KubernetesGoMod, version: "v1.37.2", wantErr: "declares another module"},
 		{fixture: "invalid-kubernetes-syntax.mod", generate: KubernetesGoMod, version: "v1.37.2", wantErr: "parsing the go.mod of k8s.io/kubernetes@v1.37.2"},

@@ -22,12 +22,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -301,10 +303,7 @@ func unknownBinary(name string) error {
 	return fmt.Errorf("unknown binary %q: want one of %s or %s", name, strings.Join(kubernetesBinaries, ", "), Etcd)
 }
 
-var (
-	kubernetesVersionRE = regexp.MustCompile(`^v1\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
-	etcdVersionRE       = regexp.MustCompile(`^v3\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
-)
+var etcdVersionRE = regexp.MustCompile(`^v3\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
 
 // kubernetesVersion is a parsed Kubernetes release version.
 type kubernetesVersion struct {
@@ -314,16 +313,17 @@ type kubernetesVersion struct {
 	staging string // v0.37.2: the release of the staging modules
 }
 
+// parseKubernetesVersion reads v with the project's one version parser.
 func parseKubernetesVersion(v string) (kubernetesVersion, error) {
-	m := kubernetesVersionRE.FindStringSubmatch(v)
-	if m == nil {
-		return kubernetesVersion{}, fmt.Errorf("kubernetes version %q: want a release such as v1.37.2", v)
+	kv, err := kubeversion.Parse(v)
+	if err != nil {
+		return kubernetesVersion{}, err
 	}
 	return kubernetesVersion{
-		full:    v,
-		major:   "1",
-		minor:   m[1],
-		staging: "v0." + m[1] + "." + m[2] + m[3],
+		full:    kv.String(),
+		major:   strconv.Itoa(kv.Major),
+		minor:   strconv.Itoa(kv.Minor),
+		staging: kv.Staging(),
 	}, nil
 }
 

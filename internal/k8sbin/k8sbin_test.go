@@ -128,8 +128,8 @@ func TestBinaryPath(t *testing.T) {
 		{name: "controller-manager", binary: KubeControllerManager, version: "v1.37.2", want: "/c/bin/kubernetes-v1.37.2/kube-controller-manager"},
 		{name: "pre-release", binary: KubeAPIServer, version: "v1.38.0-alpha.1", want: "/c/bin/kubernetes-v1.38.0-alpha.1/kube-apiserver"},
 		{name: "etcd", binary: Etcd, version: "v3.6.16", want: "/c/bin/etcd-v3.6.16/etcd"},
-		{name: "no v", binary: KubeAPIServer, version: "1.37.2", wantErr: "kubernetes version"},
-		{name: "path in version", binary: KubeAPIServer, version: "v1.37.2/../../x", wantErr: "kubernetes version"},
+		{name: "no v", binary: KubeAPIServer, version: "1.37.2", wantErr: "Kubernetes version"},
+		{name: "path in version", binary: KubeAPIServer, version: "v1.37.2/../../x", wantErr: "Kubernetes version"},
 		{name: "etcd v2", binary: Etcd, version: "v2.3.8", wantErr: "etcd version"},
 		{name: "kubelet", binary: Kubelet, version: "v1.37.2", want: "/c/bin/kubernetes-v1.37.2/kubelet"},
 		{name: "kubeadm", binary: Kubeadm, version: "v1.37.2", want: "/c/bin/kubernetes-v1.37.2/kubeadm"},
@@ -159,8 +159,8 @@ func TestEnsureRejectsBadRequests(t *testing.T) {
 	}{
 		{name: "no name", req: Request{Version: "v1.37.2"}, wantErr: "unknown binary"},
 		{name: "unknown name", req: Request{Name: "kube-frobnicator", Version: "v1.37.2"}, wantErr: "unknown binary"},
-		{name: "kubelet without a version", req: Request{Name: Kubelet}, wantErr: "kubernetes version"},
-		{name: "no kubernetes version", req: Request{Name: KubeAPIServer}, wantErr: "kubernetes version"},
+		{name: "kubelet without a version", req: Request{Name: Kubelet}, wantErr: "Kubernetes version"},
+		{name: "no kubernetes version", req: Request{Name: KubeAPIServer}, wantErr: "Kubernetes version"},
 		{name: "etcd given a kubernetes version", req: Request{Name: Etcd, Version: "v1.37.2"}, wantErr: "etcd version"},
 	}
 	for _, tt := range tests {

@@ -29,14 +29,14 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/filelock"
+	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 )
 
 // Defaults of Options.
 const (
-	// DefaultKubernetesVersion is the release the node image holds; the
-	// one the local cluster runs (framework/local), not imported from
-	// there to keep this package free of the framework.
-	DefaultKubernetesVersion = "v1.37.2"
+	// DefaultKubernetesVersion is the release the node image holds: the
+	// one this module is pinned to, as the local cluster's.
+	DefaultKubernetesVersion = kubeversion.Pinned
 	// DefaultEtcdVersion is the etcd the control plane runs: the one the
 	// local cluster already built and cached. kubeadm is pointed at it
 	// (EtcdImageTag), instead of the 3.7.0-0 it would pick.

@@ -61,21 +61,10 @@ type CheckReport struct {
 	Problems          []store.Problem `json:"problems"`
 }
 
-// NormalizeVersion writes a Kubernetes version as its git version does
-// ("1.37.2" becomes "v1.37.2").
-func NormalizeVersion(v string) string {
-	v = strings.TrimSpace(v)
-	if v != "" && !strings.HasPrefix(v, "v") {
-		v = "v" + v
-	}
-	return v
-}
-
 // Check says, for each provider (every provider in the report when none is
 // named), whether it has a green last-known-good pair for the Kubernetes
 // version. OK is true only when every one is green.
 func (r *Report) Check(version string, providers []string) *CheckReport {
-	version = NormalizeVersion(version)
 	out := &CheckReport{KubernetesVersion: version, OK: true, GeneratedAt: r.GeneratedAt, StaleAfter: r.StaleAfter, Providers: []ProviderCheck{}, Problems: r.Problems}
 	if len(providers) == 0 {
 		for _, p := range r.Providers {

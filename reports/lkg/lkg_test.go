@@ -411,7 +411,6 @@ func TestCheck(t *testing.T) {
 		wantOK    bool
 	}{
 		{"the green provider alone", "v1.37.2", []string{"green"}, true},
-		{"a version without the v", "1.37.2", []string{"green"}, true},
 		{"every provider in the store", "v1.37.2", nil, false},
 		{"a provider not in the store", "v1.37.2", []string{"green", "absent"}, false},
 		{"each non-green provider", "v1.37.2", []string{"flaky", "red", "stale", "old", "pending", "partial"}, false},

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,17 +17,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 )
 
-// matrixVersion is a version the matrix accepts: vMAJOR.MINOR.PATCH, the
-// form of a Kubernetes release tag (and of the local cluster's binaries'
-// cache key), nothing else.
-var matrixVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
-
 // parseVersions reads --kubernetes: a comma-separated list of distinct
-// vMAJOR.MINOR.PATCH versions, kept in the order given.
+// Kubernetes versions (kubeversion.Parse), kept in the order given.
 func parseVersions(list string) ([]string, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, fmt.Errorf("--kubernetes %q: want a comma-separated list of versions such as v1.36.3,v1.37.2", list)
@@ -40,10 +35,11 @@ func parseVersions(list string) ([]string, error) {
 		switch {
 		case v == "":
 			return nil, fmt.Errorf("--kubernetes %q: an empty version in the list", list)
-		case !matrixVersion.MatchString(v):
-			return nil, fmt.Errorf("--kubernetes %q: version %q is not vMAJOR.MINOR.PATCH, e.g. v1.37.2", list, v)
 		case seen[v]:
 			return nil, fmt.Errorf("--kubernetes %q: version %s is listed twice", list, v)
+		}
+		if _, err := kubeversion.Parse(v); err != nil {
+			return nil, fmt.Errorf("--kubernetes %q: %w", list, err)
 		}
 		seen[v] = true
 		versions = append(versions, v)

@@ -28,11 +28,11 @@ func TestParseVersions(t *testing.T) {
 		{in: "  ", wantErr: "want a comma-separated list"},
 		{in: "v1.36.3,,v1.37.2", wantErr: "an empty version"},
 		{in: "v1.37.2,", wantErr: "an empty version"},
-		{in: "1.37.2", wantErr: `version "1.37.2" is not vMAJOR.MINOR.PATCH`},
-		{in: "v1.37", wantErr: "is not vMAJOR.MINOR.PATCH"},
-		{in: "v1.37.2-rc.0", wantErr: "is not vMAJOR.MINOR.PATCH"},
-		{in: "v1.37.x", wantErr: "is not vMAJOR.MINOR.PATCH"},
-		{in: "v1.37.2 v1.36.3", wantErr: "is not vMAJOR.MINOR.PATCH"},
+		{in: "1.37.2", wantErr: `Kubernetes version "1.37.2": want a release such as`},
+		{in: "v1.37", wantErr: "want a release such as"},
+		{in: "v1.38.0-rc.0,v1.37.2", want: []string{"v1.38.0-rc.0", "v1.37.2"}},
+		{in: "v1.37.x", wantErr: "want a release such as"},
+		{in: "v1.37.2 v1.36.3", wantErr: "want a release such as"},
 		{in: "v1.37.2,v1.36.3,v1.37.2", wantErr: "v1.37.2 is listed twice"},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -208,8 +207,6 @@ func abbrev(s string, n int) string {
 	return s
 }
 
-var kubernetesVersion = regexp.MustCompile(`^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$`)
-
 func newLKGCheckCommand(stdout, stderr io.Writer) *cobra.Command {
 	var f lkgFlags
 	var version string
@@ -231,8 +228,8 @@ unreadable store.`,
   ccm-conformance lkg check --kubernetes v1.37.2 --providers aws,gcp --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !kubernetesVersion.MatchString(version) {
-				return badInput(fmt.Errorf("--kubernetes %q: want a Kubernetes version such as v1.37.2", version))
+			if err := checkVersionFlag("--kubernetes", version); err != nil {
+				return badInput(err)
 			}
 			rep, err := f.load(cmd.Context(), stderr)
 			if err != nil {

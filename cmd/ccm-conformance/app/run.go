@@ -21,6 +21,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/kind"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
+	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/suites"
 )
@@ -69,6 +70,11 @@ selected spec was skipped; the error line names the commonest reason).`,
 			if opts.ArtifactsDir == "" {
 				return &exitError{code: runner.ExitHarnessError, err: errors.New("--artifacts: empty directory name")}
 			}
+			if kubernetesVersion != "" {
+				if err := checkVersionFlag("--kubernetes-version", kubernetesVersion); err != nil {
+					return &exitError{code: runner.ExitHarnessError, err: err}
+				}
+			}
 			existing := kubeconfig != "" || clusterDir != ""
 			if existing && kubernetesVersion != "" {
 				return &exitError{code: runner.ExitHarnessError, err: errors.New("--kubernetes-version picks the release of a cluster the harness makes; --kubeconfig and --cluster-dir name an existing one")}
@@ -115,6 +121,15 @@ selected spec was skipped; the error line names the commonest reason).`,
 	_ = cmd.Flags().MarkHidden(runner.LaneFlag)
 	_ = cmd.MarkFlagRequired("provider")
 	return cmd
+}
+
+// checkVersionFlag checks a flag's Kubernetes version with the parser
+// matrix, lkg and the profile use (kubeversion.Parse).
+func checkVersionFlag(flag, v string) error {
+	if _, err := kubeversion.Parse(v); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	return nil
 }
 
 // clusterKubernetesVersion is the Kubernetes release of the cluster the
