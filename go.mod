@@ -2,14 +2,6 @@ module github.com/ccm-conformance/ccm-conformance
 
 go 1.26.0
 
-// The control-plane binaries of the embedded local cluster. Listing them as
-// tools keeps k8s.io/kubernetes pinned here, so `go tool kube-apiserver`
-// builds exactly the version this module was tested with.
-tool (
-	k8s.io/kubernetes/cmd/kube-apiserver
-	k8s.io/kubernetes/cmd/kube-controller-manager
-)
-
 require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/fsouza/fake-gcs-server v1.56.1
@@ -49,12 +41,10 @@ require (
 	cloud.google.com/go/monitoring v1.31.0 // indirect
 	cloud.google.com/go/pubsub/v2 v2.7.0 // indirect
 	cloud.google.com/go/storage v1.69.0 // indirect
-	cyphar.com/go-pathrs v0.2.5 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric v0.62.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/internal/resourcemapping v0.62.0 // indirect
-	github.com/JeffAshton/win_pdh v0.0.0-20161109143554-76bb4ee9f0ab // indirect
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
@@ -84,16 +74,10 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
-	github.com/container-storage-interface/spec v1.12.1-0.20260720052920-cd9e7ad1ae09 // indirect
-	github.com/containerd/containerd/api v1.11.1 // indirect
 	github.com/containerd/errdefs v1.0.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
-	github.com/containerd/log v0.1.0 // indirect
-	github.com/containerd/ttrpc v1.2.9 // indirect
-	github.com/coreos/go-oidc v2.5.0+incompatible // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
-	github.com/cyphar/filepath-securejoin v0.7.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/distribution/reference v0.6.0 // indirect
 	github.com/docker/go-connections v0.7.0 // indirect
@@ -124,9 +108,7 @@ require (
 	github.com/go-openapi/swag/typeutils v0.29.2 // indirect
 	github.com/go-openapi/swag/yamlutils v0.29.2 // indirect
 	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
-	github.com/godbus/dbus/v5 v5.2.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/google/cadvisor/lib v0.60.5 // indirect
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
@@ -139,7 +121,6 @@ require (
 	github.com/googleapis/gax-go/v2 v2.27.0 // indirect
 	github.com/gorilla/handlers v1.5.2 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
-	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.31.0 // indirect
@@ -151,32 +132,22 @@ require (
 	github.com/moby/docker-image-spec v1.3.1 // indirect
 	github.com/moby/moby/api v1.55.0 // indirect
 	github.com/moby/moby/client v0.5.1 // indirect
-	github.com/moby/spdystream v0.5.1 // indirect
-	github.com/moby/sys/mountinfo v0.7.2 // indirect
-	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
-	github.com/opencontainers/cgroups v0.0.7 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
-	github.com/opencontainers/runtime-spec v1.3.0 // indirect
-	github.com/opencontainers/selinux v1.15.1 // indirect
 	github.com/pelletier/go-toml v1.9.5 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pkg/xattr v0.4.12 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/pquerna/cachecontrol v0.1.0 // indirect
 	github.com/prometheus/client_golang v1.24.0 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/ryszard/goskiplist v0.0.0-20150312221310-2dfbae5fcf46 // indirect
-	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spiffe/go-spiffe/v2 v2.9.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.7.0 // indirect
@@ -217,95 +188,14 @@ require (
 	google.golang.org/grpc v1.84.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
-	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
-	k8s.io/apiextensions-apiserver v0.37.2 // indirect
 	k8s.io/apiserver v0.37.2 // indirect
-	k8s.io/cluster-bootstrap v0.37.2 // indirect
 	k8s.io/component-helpers v0.37.2 // indirect
-	k8s.io/cri-api v0.37.2 // indirect
-	k8s.io/cri-client v0.37.2 // indirect
-	k8s.io/csi-translation-lib v0.37.2 // indirect
-	k8s.io/dynamic-resource-allocation v0.37.2 // indirect
-	k8s.io/endpointslice v0.37.2 // indirect
-	k8s.io/externaljwt v0.37.2 // indirect
 	k8s.io/kms v0.37.2 // indirect
-	k8s.io/kube-aggregator v0.37.2 // indirect
-	k8s.io/kube-controller-manager v0.37.2 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
-	k8s.io/kube-proxy v0.37.2 // indirect
-	k8s.io/kube-scheduler v0.37.2 // indirect
-	k8s.io/kubectl v0.37.2 // indirect
-	k8s.io/kubelet v0.37.2 // indirect
-	k8s.io/kubernetes v1.37.2 // indirect
-	k8s.io/metrics v0.37.2 // indirect
-	k8s.io/mount-utils v0.37.2 // indirect
-	k8s.io/pod-security-admission v0.37.2 // indirect
 	k8s.io/streaming v0.37.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
-
-replace k8s.io/api => k8s.io/api v0.37.2
-
-replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
-
-replace k8s.io/apimachinery => k8s.io/apimachinery v0.37.2
-
-replace k8s.io/apiserver => k8s.io/apiserver v0.37.2
-
-replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.37.2
-
-replace k8s.io/client-go => k8s.io/client-go v0.37.2
-
-replace k8s.io/cloud-provider => k8s.io/cloud-provider v0.37.2
-
-replace k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.37.2
-
-replace k8s.io/code-generator => k8s.io/code-generator v0.37.2
-
-replace k8s.io/component-base => k8s.io/component-base v0.37.2
-
-replace k8s.io/component-helpers => k8s.io/component-helpers v0.37.2
-
-replace k8s.io/controller-manager => k8s.io/controller-manager v0.37.2
-
-replace k8s.io/cri-api => k8s.io/cri-api v0.37.2
-
-replace k8s.io/cri-client => k8s.io/cri-client v0.37.2
-
-replace k8s.io/cri-streaming => k8s.io/cri-streaming v0.37.2
-
-replace k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.37.2
-
-replace k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.37.2
-
-replace k8s.io/endpointslice => k8s.io/endpointslice v0.37.2
-
-replace k8s.io/externaljwt => k8s.io/externaljwt v0.37.2
-
-replace k8s.io/kms => k8s.io/kms v0.37.2
-
-replace k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.37.2
-
-replace k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.37.2
-
-replace k8s.io/kube-proxy => k8s.io/kube-proxy v0.37.2
-
-replace k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.37.2
-
-replace k8s.io/kubectl => k8s.io/kubectl v0.37.2
-
-replace k8s.io/kubelet => k8s.io/kubelet v0.37.2
-
-replace k8s.io/metrics => k8s.io/metrics v0.37.2
-
-replace k8s.io/mount-utils => k8s.io/mount-utils v0.37.2
-
-replace k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.37.2
-
-replace k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.37.2
-
-replace k8s.io/streaming => k8s.io/streaming v0.37.2

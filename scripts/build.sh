@@ -7,8 +7,7 @@ cd "$(dirname "$0")/.."
 . scripts/goenv.sh
 
 version="$(git describe --tags --always --dirty 2>/dev/null || echo devel)"
-ldflags="-X github.com/ccm-conformance/ccm-conformance/cmd/ccm-conformance/app.Version=${version}"
-ldflags+=" -X github.com/ccm-conformance/ccm-conformance/cmd/kubetest2-tester-ccm/app.Version=${version}"
+ldflags="-X github.com/ccm-conformance/ccm-conformance/internal/harnessversion.Stamped=${version}"
 mkdir -p bin
 targets=(
   ./cmd/ccm-conformance

@@ -1,54 +1,41 @@
 #!/usr/bin/env bash
 # Pin this module to one Kubernetes release.
 #
-# k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go,
-# cloud-provider, ...) at v0.0.0 and replaces them with ./staging paths, which
-# only work inside its own repository. A module that depends on
-# k8s.io/kubernetes must therefore replace every staging module with its
-# published v0.X.Y release. This script reads the staging list from
-# k8s.io/kubernetes's own go.mod, so a new staging module is never missed.
+# The module links the published staging modules (k8s.io/api, client-go,
+# cloud-provider, ...) at v0.N.P for release v1.N.P, and builds the
+# Kubernetes binaries in a module of its own making (internal/k8sbin), so
+# it needs no k8s.io/kubernetes requirement and no replace directive (a
+# module with any cannot be installed with `go install ...@version`). The
+# release is written once, kubeversion.Pinned; this script moves it and
+# every staging module go.mod requires together, and the kubeversion tests
+# fail when the two disagree.
 #
 # Usage: scripts/update-k8s-deps.sh v1.37.2
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/goenv.sh
 
 version="${1:-}"
-if [[ ! "${version}" =~ ^v1\.([0-9]+)\.([0-9]+)(-[0-9A-Za-z.-]+)?$ ]]; then
-  echo "usage: $0 v1.MINOR.PATCH (got '${version}')" >&2
+if [[ ! "${version}" =~ ^v1\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(alpha|beta|rc)\.(0|[1-9][0-9]*))?$ ]]; then
+  echo "usage: $0 v1.MINOR.PATCH[-rc.N] (got '${version}')" >&2
   exit 2
 fi
 staging_version="v0.${version#v1.}"
 
-cd "$(dirname "$0")/.."
-
-echo "resolving k8s.io/kubernetes@${version}" >&2
-gomod="$(go mod download -json "k8s.io/kubernetes@${version}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')"
-if [[ -z "${gomod}" || ! -f "${gomod}" ]]; then
-  echo "error: could not download the go.mod of k8s.io/kubernetes@${version}" >&2
-  exit 2
-fi
-
-mapfile -t staging < <(sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\)[[:space:]]*=>[[:space:]]*\./staging/.*#\1#p' "${gomod}" | sort -u)
+# The staging modules go.mod requires today, directly or not: the
+# kubeversion package's list of staging modules decides which k8s.io
+# modules move with the release (klog, utils and kube-openapi do not).
+mapfile -t staging < <(go list -m -f '{{.Path}}' all | grep '^k8s\.io/' | while read -r mod; do
+  if grep -q "\"${mod}\": true" kubeversion/cases.go; then echo "${mod}"; fi
+done)
 if [[ ${#staging[@]} -eq 0 ]]; then
-  echo "error: no staging replacements found in ${gomod}" >&2
+  echo "error: go.mod requires no staging module; is this the ccm-conformance module?" >&2
   exit 2
 fi
 
-edits=(-require "k8s.io/kubernetes@${version}")
-skipped=()
-for mod in "${staging[@]}"; do
-  # Some staging modules (samples) are not published for every release; a
-  # replacement pointing at a missing version would break every build.
-  if go mod download "${mod}@${staging_version}" >/dev/null 2>&1; then
-    edits+=(-require "${mod}@${staging_version}" -replace "${mod}=${mod}@${staging_version}")
-  else
-    skipped+=("${mod}")
-    go mod edit -dropreplace "${mod}" 2>/dev/null || true
-  fi
-done
-
-go mod edit "${edits[@]}"
+echo "moving ${#staging[@]} staging modules to ${staging_version}" >&2
+go get "${staging[@]/%/@${staging_version}}"
+sed -i "s/^const Pinned = \".*\"/const Pinned = \"${version}\"/" kubeversion/kubeversion.go
 go mod tidy
-echo "pinned k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version}" >&2
-if [[ ${#skipped[@]} -gt 0 ]]; then
-  echo "not published at ${staging_version} (left unreplaced): ${skipped[*]}" >&2
-fi
+go test ./kubeversion/
+echo "pinned Kubernetes ${version}: ${staging[*]} at ${staging_version}" >&2

@@ -38,6 +38,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/internal/harnessversion"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/suites"
@@ -46,9 +47,8 @@ import (
 // Name is the binary's name, as kubetest2 looks it up.
 const Name = "kubetest2-tester-ccm"
 
-// Version is the tester's version, set at build time with
-// -ldflags "-X github.com/ccm-conformance/ccm-conformance/cmd/kubetest2-tester-ccm/app.Version=v0.1.0".
-var Version = "devel"
+// Version is the tester's version: the harness's (internal/harnessversion).
+var Version = harnessversion.Get()
 
 // Environment variables of the kubetest2 tester protocol.
 const (
