@@ -99,3 +99,27 @@ func Image(t Target, binary []byte, meta Metadata) (v1.Image, error) {
 	}
 	return img, nil
 }
+
+// WithBinary adds a layer holding one more static executable at
+// BinDir/name to img (the release image holds the CLI and the kubetest2
+// tester). The image's entrypoint stays the first binary.
+func WithBinary(img v1.Image, name string, binary []byte, created time.Time) (v1.Image, error) {
+	tarData, err := layerTar([]entry{{name: path.Join(BinDir[1:], name), mode: 0o755, data: binary}}, created.UTC())
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(tarData)), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("making the layer of %s: %w", name, err)
+	}
+	return mutate.Append(img, mutate.Addendum{
+		Layer: layer,
+		History: v1.History{
+			Created:   v1.Time{Time: created.UTC()},
+			CreatedBy: "ccm-conformance images: " + name + " (static binary)",
+			Comment:   "built with go-containerregistry, no Dockerfile",
+		},
+	})
+}

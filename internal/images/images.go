@@ -151,7 +151,10 @@ type Options struct {
 	Targets []Target
 }
 
-func (o Options) withDefaults(ctx context.Context) (Options, error) {
+// WithDefaults fills every empty field; the version, revision and time
+// come from git in RepoDir (make release stamps its binaries with them
+// too).
+func (o Options) WithDefaults(ctx context.Context) (Options, error) {
 	if o.RepoDir == "" {
 		o.RepoDir = "."
 	}
@@ -222,7 +225,7 @@ type Built struct {
 // and, with Load, loads them into the local Docker engine.
 func Build(ctx context.Context, opts Options) ([]Built, error) {
 	start := time.Now()
-	opts, err := opts.withDefaults(ctx)
+	opts, err := opts.WithDefaults(ctx)
 	if err != nil {
 		return nil, err
 	}
