@@ -14,6 +14,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
+	"maps"
 )
 
 // seedStore publishes runs into a new store at url: a green provider (three
@@ -173,6 +174,74 @@ func TestLKGCommands(t *testing.T) {
 					t.Errorf("providers %v, want %v", got, tt.want)
 				}
 			})
+		}
+	})
+
+	// Each provider's CI owns its store; the release team reads them all.
+	// A second store holds one provider, green on v1.37.2; its newest run
+	// was also published to the first store, and counts once.
+	t.Run("check two stores", func(t *testing.T) {
+		second := filepath.Join(t.TempDir(), "second")
+		st, err := store.Open(context.Background(), second, store.WithCreate())
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().Truncate(time.Second)
+		run := func(i int) rundirtest.Run {
+			return rundirtest.Run{
+				Provider: "second", KubernetesVersion: "v1.37.2", KubernetesCommit: "0123456789abcdef", CCMDigest: "sha256:second",
+				Started: now.Add(-time.Duration(3-i) * time.Hour),
+				Specs:   []rundirtest.Spec{{Suite: "nodeaddress", Text: "initializes nodes", Labels: []string{"InstancesV2", "ReleaseBlocking"}, State: types.SpecStatePassed}},
+			}
+		}
+		for i := 0; i < 3; i++ {
+			rundirtest.Publish(t, st, run(i))
+		}
+		st.Close()
+		first, err := store.Open(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rundirtest.Publish(t, first, run(2)) // the newest run, published to both stores
+		first.Close()
+		for _, tt := range []struct {
+			name   string
+			stores []string
+			code   int
+			want   map[string]string
+		}{
+			{"the second store alone", []string{second}, 1, map[string]string{"second": "green", "green": "untested"}},
+			{"both stores", []string{dir, second}, 0, map[string]string{"second": "green", "green": "green"}},
+			{"both, in the other order", []string{"file://" + second, dir}, 0, map[string]string{"second": "green", "green": "green"}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				args := []string{"lkg", "check", "--kubernetes", "v1.37.2", "--providers", "green,second", "--output", "json"}
+				for _, s := range tt.stores {
+					args = append(args, "--store", s)
+				}
+				res := runHarness(t, nil, args...)
+				if res.code != tt.code {
+					t.Errorf("exit %d, want %d; stderr:\n%s", res.code, tt.code, res.stderr)
+				}
+				var c checkJSON
+				if err := json.Unmarshal([]byte(res.stdout), &c); err != nil {
+					t.Fatalf("%v:\n%s", err, res.stdout)
+				}
+				got := map[string]string{}
+				for _, p := range c.Providers {
+					got[p.Provider] = p.Status
+				}
+				if !maps.Equal(got, tt.want) {
+					t.Errorf("statuses %v, want %v", got, tt.want)
+				}
+				if len(tt.stores) == 2 && !strings.Contains(res.stdout, "published again; counted once") {
+					t.Errorf("the run in both stores is not reported as counted once:\n%s", res.stdout)
+				}
+			})
+		}
+		res := runHarness(t, nil, "lkg", "check", "--kubernetes", "v1.37.2", "--store", second, "--store", filepath.Join(second, "nope"))
+		if res.code != 2 || !strings.Contains(res.stderr, filepath.Join(second, "nope")) {
+			t.Errorf("an unreadable second store: exit %d, stderr %q; want 2 naming it", res.code, res.stderr)
 		}
 	})
 

@@ -5,7 +5,6 @@
 package lkg
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -640,14 +639,4 @@ func Evaluate(snap *store.Snapshot, cfg Config) *Report {
 		rep.Providers = append(rep.Providers, ps)
 	}
 	return rep
-}
-
-// Load reads every run of the store (or of the given jobs) and applies the
-// rules. The error is non-nil only when the store cannot be listed.
-func Load(ctx context.Context, st *store.Store, cfg Config, jobs ...string) (*Report, error) {
-	snap, err := st.ReadAll(ctx, jobs...)
-	if err != nil {
-		return nil, err
-	}
-	return Evaluate(snap, cfg), nil
 }

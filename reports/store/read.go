@@ -204,7 +204,13 @@ func (s *Store) ReadAll(ctx context.Context, jobs ...string) (*Snapshot, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", s, err)
 	}
-	sort.Slice(snap.Runs, func(i, j int) bool {
+	snap.sort()
+	return snap, nil
+}
+
+// sort puts runs in the order Snapshot documents, problems by path.
+func (snap *Snapshot) sort() {
+	sort.SliceStable(snap.Runs, func(i, j int) bool {
 		a, b := snap.Runs[i], snap.Runs[j]
 		if a.Job != b.Job {
 			return a.Job < b.Job
@@ -214,6 +220,20 @@ func (s *Store) ReadAll(ctx context.Context, jobs ...string) (*Snapshot, error) 
 		}
 		return lessID(a.ID, b.ID)
 	})
-	sort.Slice(snap.Problems, func(i, j int) bool { return snap.Problems[i].Path < snap.Problems[j].Path })
-	return snap, nil
+	sort.SliceStable(snap.Problems, func(i, j int) bool { return snap.Problems[i].Path < snap.Problems[j].Path })
+}
+
+// Merge is the snapshot of several stores read as one: each provider's CI
+// owns a store of its own (docs/lkg.md, "Who owns a store"), and the
+// release team reads them together. Runs and problems are kept whole, in
+// Snapshot's order; a run published to two stores appears twice, which the
+// last-known-good rules count once (they tell runs apart by identity).
+func Merge(snaps ...*Snapshot) *Snapshot {
+	out := &Snapshot{Runs: []*Run{}, Problems: []Problem{}}
+	for _, s := range snaps {
+		out.Runs = append(out.Runs, s.Runs...)
+		out.Problems = append(out.Problems, s.Problems...)
+	}
+	out.sort()
+	return out
 }

@@ -68,13 +68,13 @@ Exit codes: 0 published, 2 the run directory is invalid or the store failed.`,
 
 // lkgFlags are the flags lkg show and lkg check share.
 type lkgFlags struct {
-	store      string
+	stores     []string
 	output     string
 	staleAfter time.Duration
 }
 
 func (f *lkgFlags) bind(cmd *cobra.Command) {
-	addStoreFlag(cmd, &f.store)
+	cmd.Flags().StringArrayVar(&f.stores, "store", []string{defaultStore()}, "results store: a directory, file:///dir, gs://bucket[/prefix] or s3://bucket[/prefix]; repeat it to read several stores as one, e.g. each provider's own (default $CCM_CONFORMANCE_STORE or _results)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "table or json")
 	cmd.Flags().DurationVar(&f.staleAfter, "stale-after", lkg.DefaultStaleAfter, "a provider whose newest run is older is stale")
 }
@@ -87,19 +87,33 @@ func (f *lkgFlags) load(ctx context.Context, stderr io.Writer) (*lkg.Report, err
 	if f.staleAfter <= 0 {
 		return nil, badInput(fmt.Errorf("--stale-after %s: want a positive duration", f.staleAfter))
 	}
-	st, err := store.Open(ctx, f.store)
-	if err != nil {
-		return nil, badInput(fmt.Errorf("--store: %w", err))
+	var snaps []*store.Snapshot
+	for _, url := range f.stores {
+		snap, err := readStore(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		snaps = append(snaps, snap)
 	}
-	defer st.Close()
-	rep, err := lkg.Load(ctx, st, lkg.Config{StaleAfter: f.staleAfter})
-	if err != nil {
-		return nil, badInput(fmt.Errorf("--store %s: %w", f.store, err))
-	}
+	rep := lkg.Evaluate(store.Merge(snaps...), lkg.Config{StaleAfter: f.staleAfter})
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stderr, "skipped %s\n", p)
 	}
 	return rep, nil
+}
+
+// readStore reads every run of the store at url; an error names the store.
+func readStore(ctx context.Context, url string) (*store.Snapshot, error) {
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--store: %w", err))
+	}
+	defer st.Close()
+	snap, err := st.ReadAll(ctx)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--store %s: %w", url, err))
+	}
+	return snap, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -144,7 +158,7 @@ store, 2 bad flags or an unreadable store.`,
 			if provider != "" {
 				ps := rep.Provider(provider)
 				if ps == nil {
-					return &exitError{code: 1, err: fmt.Errorf("provider %q has no readable run in %s", provider, f.store)}
+					return &exitError{code: 1, err: fmt.Errorf("provider %q has no readable run in %s", provider, strings.Join(f.stores, ", "))}
 				}
 				rep.Providers = []lkg.ProviderStatus{*ps}
 			}
