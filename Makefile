@@ -58,6 +58,10 @@ soak: build ## The full conformance run N times (default N=20) against the refer
 mutants: ## The mutant corpus and the null CCM: every mutant caught, every spec killed, nothing passes a CCM that does nothing (docs/mutants.md)
 	@scripts/mutants.sh
 
+.PHONY: e2e-binaries
+e2e-binaries: ## e2e.test, ginkgo and kubectl in _output/e2e, for kubetest2's stock ginkgo tester (docs/kubetest2.md)
+	@scripts/e2e-binaries.sh _output/e2e
+
 .PHONY: release
 release: ## A release into _output/release: the CLI and the kubetest2 tester for linux/amd64 and linux/arm64, an SPDX module list per binary, one OCI image of both, SHA256SUMS (docs/releasing.md; VERSION=v0.1.0 to stamp one)
 	@rm -rf _output/release && . scripts/goenv.sh && go run ./internal/release/cmd/make-release --out _output/release $(if $(VERSION),--version $(VERSION))

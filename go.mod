@@ -199,3 +199,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The ginkgo v2 CLI, which kubetest2's stock ginkgo tester runs beside our
+// e2e.test (make e2e-binaries, docs/kubetest2.md), at the version the
+// suites link.
+tool github.com/onsi/ginkgo/v2/ginkgo

@@ -157,6 +157,12 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 	if err != nil {
 		return fail(err)
 	}
+	return o.execute(ctx, ro, getenv, stdout, stderr)
+}
+
+// execute runs the suites as ro says, with the tester's metadata, and
+// returns the run's exit code.
+func (o *options) execute(ctx context.Context, ro rundir.Options, getenv env, stdout, stderr io.Writer) int {
 	ro.Metadata = o.metadata(ctx, getenv, stderr)
 	ro.Out = stdout
 	code, err := rundir.Run(ctx, ro)
@@ -177,6 +183,11 @@ func (o *options) parse(fs *pflag.FlagSet, args []string, getenv env) (rundir.Op
 	if fs.NArg() > 0 {
 		return rundir.Options{}, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
 	}
+	return o.runOptions(getenv)
+}
+
+// runOptions checks the options and turns them into the run's.
+func (o *options) runOptions(getenv env) (rundir.Options, error) {
 	if o.provider == "" {
 		return rundir.Options{}, errors.New("--provider: the provider profile is required (see --help)")
 	}

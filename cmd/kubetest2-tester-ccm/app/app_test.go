@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/onsi/ginkgo/v2/types"
 )
 
 func TestImageDigest(t *testing.T) {
@@ -97,5 +98,48 @@ func TestParse(t *testing.T) {
 				t.Errorf("runner options %+v", ro.Runner)
 			}
 		})
+	}
+}
+
+func TestCheckE2ETestInput(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(profile, []byte("name: p\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := func() *E2ETestFlags {
+		return &E2ETestFlags{Kubeconfig: "/k", ReportDir: "_artifacts", Profile: profile}
+	}
+	tests := []struct {
+		name    string
+		flags   func(*E2ETestFlags)
+		cfg     types.SuiteConfig
+		wantErr string
+	}{
+		{name: "what the stock tester passes, and a profile", flags: func(*E2ETestFlags) {}},
+		{name: "a label filter", flags: func(*E2ETestFlags) {}, cfg: types.SuiteConfig{LabelFilter: "LoadBalancer"}},
+		{name: "the empty focus and skip the stock tester always passes", flags: func(*E2ETestFlags) {}, cfg: types.SuiteConfig{FocusStrings: []string{""}, SkipStrings: []string{""}}},
+		{name: "no profile", flags: func(f *E2ETestFlags) { f.Profile = "" }, wantErr: "--test-args=--ccm-profile=PATH"},
+		{name: "a missing profile", flags: func(f *E2ETestFlags) { f.Profile = "/nope.yaml" }, wantErr: "--ccm-profile /nope.yaml"},
+		{name: "no kubeconfig", flags: func(f *E2ETestFlags) { f.Kubeconfig = "" }, wantErr: "--kubeconfig"},
+		{name: "no report dir", flags: func(f *E2ETestFlags) { f.ReportDir = "" }, wantErr: "--report-dir"},
+		{name: "a focus", flags: func(*E2ETestFlags) {}, cfg: types.SuiteConfig{FocusStrings: []string{"finalizer"}}, wantErr: "select specs with --label-filter"},
+		{name: "a skip", flags: func(*E2ETestFlags) {}, cfg: types.SuiteConfig{SkipStrings: []string{"Serial"}}, wantErr: "--ginkgo.skip"},
+		{name: "ginkgo nodes", flags: func(*E2ETestFlags) {}, cfg: types.SuiteConfig{ParallelTotal: 4}, wantErr: "--parallel=1"},
+	}
+	for _, tt := range tests {
+		f := ok()
+		tt.flags(f)
+		err := checkE2ETestInput(f, tt.cfg)
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			} else if !filepath.IsAbs(f.ReportDir) {
+				t.Errorf("%s: --report-dir %q not made absolute", tt.name, f.ReportDir)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.wantErr)
+		}
 	}
 }
