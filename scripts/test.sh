@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/goenv.sh
 
-go vet ./...
+go vet ./... ./driversdk/...
 
 report="$(mktemp -d)"
 trap 'rm -rf "$report"' EXIT
@@ -19,7 +19,7 @@ go build -o "$report/testreport" ./internal/testreport/cmd/testreport
 # this machine kind has two cores: they run one at a time, after the others.
 # The others only link and run small test binaries: two at a time.
 mapfile -t integration < <(grep -rl --include='*_test.go' '^func TestIntegration' . | xargs -n1 dirname | sort -u)
-mapfile -t unit < <(go list -f '{{.Dir}}' ./... | while read -r dir; do
+mapfile -t unit < <(go list -f '{{.Dir}}' ./... ./driversdk/... | while read -r dir; do
   for i in "${integration[@]}"; do
     [[ "$dir" == "$PWD/${i#./}" ]] && continue 2
   done

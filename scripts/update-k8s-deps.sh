@@ -34,8 +34,8 @@ if [[ ${#staging[@]} -eq 0 ]]; then
 fi
 
 echo "moving ${#staging[@]} staging modules to ${staging_version}" >&2
-go get "${staging[@]/%/@${staging_version}}"
+scripts/gomod.sh get "${staging[@]/%/@${staging_version}}"
 sed -i "s/^const Pinned = \".*\"/const Pinned = \"${version}\"/" kubeversion/kubeversion.go
-go mod tidy
+scripts/gomod.sh mod tidy
 go test ./kubeversion/
 echo "pinned Kubernetes ${version}: ${staging[*]} at ${staging_version}" >&2

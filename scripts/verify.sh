@@ -11,7 +11,7 @@ if [[ -n "${unformatted}" ]]; then
   echo "${unformatted}" >&2
   exit 1
 fi
-go vet ./...
+go vet ./... ./driversdk/...
 # The staging modules at kubeversion.Pinned's release, and no replace
 # directive (scripts/update-k8s-deps.sh).
 go test ./kubeversion/ -run TestPinnedMatchesGoMod

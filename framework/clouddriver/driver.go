@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -133,7 +134,7 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 		opts.CallTimeout = DefaultCallTimeout
 	}
 	d := &Driver{command: opts.Command, env: opts.Env, timeout: opts.CallTimeout}
-	if err := d.call(ctx, VerbInfo, struct{}{}, &d.info); err != nil {
+	if err := d.call(ctx, VerbInfo, driversdk.Empty{}, &d.info); err != nil {
 		return nil, err
 	}
 	if d.info.ProtocolVersion != ProtocolVersion {
@@ -287,15 +288,9 @@ func truncate(s string, n int) string {
 
 // ListInstances returns every instance the cloud has.
 func (d *Driver) ListInstances(ctx context.Context) ([]Instance, error) {
-	var resp struct {
-		Instances []Instance `json:"instances"`
-	}
-	err := d.call(ctx, VerbInstancesList, struct{}{}, &resp)
+	var resp driversdk.InstancesResponse
+	err := d.call(ctx, VerbInstancesList, driversdk.Empty{}, &resp)
 	return resp.Instances, err
-}
-
-type byName struct {
-	Name string `json:"name"`
 }
 
 // GetInstance returns the named instance.
@@ -303,7 +298,7 @@ func (d *Driver) GetInstance(ctx context.Context, name string) (*Instance, error
 	var resp struct {
 		Instance *Instance `json:"instance"`
 	}
-	if err := d.call(ctx, VerbInstanceGet, byName{name}, &resp); err != nil {
+	if err := d.call(ctx, VerbInstanceGet, driversdk.NameRequest{Name: name}, &resp); err != nil {
 		return nil, err
 	}
 	if resp.Instance == nil {
@@ -328,25 +323,22 @@ func (d *Driver) CreateInstance(ctx context.Context, req CreateInstanceRequest) 
 
 // DeleteInstance deletes the named instance.
 func (d *Driver) DeleteInstance(ctx context.Context, name string) error {
-	return d.call(ctx, VerbInstanceDelete, byName{name}, &struct{}{})
+	return d.call(ctx, VerbInstanceDelete, driversdk.NameRequest{Name: name}, &driversdk.Empty{})
 }
 
 // StopInstance stops the named instance; it keeps existing.
 func (d *Driver) StopInstance(ctx context.Context, name string) error {
-	return d.call(ctx, VerbInstanceStop, byName{name}, &struct{}{})
+	return d.call(ctx, VerbInstanceStop, driversdk.NameRequest{Name: name}, &driversdk.Empty{})
 }
 
 // StartInstance starts the named instance again.
 func (d *Driver) StartInstance(ctx context.Context, name string) error {
-	return d.call(ctx, VerbInstanceStart, byName{name}, &struct{}{})
+	return d.call(ctx, VerbInstanceStart, driversdk.NameRequest{Name: name}, &driversdk.Empty{})
 }
 
 // SetInstanceAddresses replaces the addresses of the named instance.
 func (d *Driver) SetInstanceAddresses(ctx context.Context, name string, addrs []Address) (*Instance, error) {
-	req := struct {
-		Name      string    `json:"name"`
-		Addresses []Address `json:"addresses"`
-	}{name, addrs}
+	req := driversdk.SetAddressesRequest{Name: name, Addresses: addrs}
 	var resp struct {
 		Instance *Instance `json:"instance"`
 	}
@@ -379,7 +371,7 @@ func (d *Driver) ListLoadBalancers(ctx context.Context) ([]LoadBalancer, error) 
 	var resp struct {
 		LoadBalancers *[]LoadBalancer `json:"loadBalancers"`
 	}
-	if err := d.call(ctx, VerbLoadBalancersList, struct{}{}, &resp); err != nil {
+	if err := d.call(ctx, VerbLoadBalancersList, driversdk.Empty{}, &resp); err != nil {
 		return nil, err
 	}
 	if resp.LoadBalancers == nil {
@@ -390,19 +382,14 @@ func (d *Driver) ListLoadBalancers(ctx context.Context) ([]LoadBalancer, error) 
 
 // ListRoutes returns every cloud route.
 func (d *Driver) ListRoutes(ctx context.Context) ([]Route, error) {
-	var resp struct {
-		Routes []Route `json:"routes"`
-	}
-	err := d.call(ctx, VerbRoutesList, struct{}{}, &resp)
+	var resp driversdk.RoutesResponse
+	err := d.call(ctx, VerbRoutesList, driversdk.Empty{}, &resp)
 	return resp.Routes, err
 }
 
 // CreateRoute makes a route out of band, as an operator would.
 func (d *Driver) CreateRoute(ctx context.Context, nodeName, cidr string) (*Route, error) {
-	req := struct {
-		NodeName        string `json:"nodeName"`
-		DestinationCIDR string `json:"destinationCIDR"`
-	}{nodeName, cidr}
+	req := driversdk.RouteCreateRequest{NodeName: nodeName, DestinationCIDR: cidr}
 	var resp struct {
 		Route *Route `json:"route"`
 	}
@@ -418,21 +405,18 @@ func (d *Driver) CreateRoute(ctx context.Context, nodeName, cidr string) (*Route
 // InjectFault makes the cloud answer the CCM's calls on target with errors
 // at errorRate (0 to 1) until ClearFaults.
 func (d *Driver) InjectFault(ctx context.Context, target string, errorRate float64) error {
-	req := struct {
-		Target    string  `json:"target"`
-		ErrorRate float64 `json:"errorRate"`
-	}{target, errorRate}
-	return d.call(ctx, VerbFaultInject, req, &struct{}{})
+	req := driversdk.FaultInjectRequest{Target: target, ErrorRate: errorRate}
+	return d.call(ctx, VerbFaultInject, req, &driversdk.Empty{})
 }
 
 // ClearFaults removes every injected fault.
 func (d *Driver) ClearFaults(ctx context.Context) error {
-	return d.call(ctx, VerbFaultClear, struct{}{}, &struct{}{})
+	return d.call(ctx, VerbFaultClear, driversdk.Empty{}, &driversdk.Empty{})
 }
 
 // DeleteRoute deletes a route by its cloud name.
 func (d *Driver) DeleteRoute(ctx context.Context, name string) error {
-	return d.call(ctx, VerbRouteDelete, byName{name}, &struct{}{})
+	return d.call(ctx, VerbRouteDelete, driversdk.NameRequest{Name: name}, &driversdk.Empty{})
 }
 
 // ListCalls returns the calls the cloud logged after sequence number after
@@ -441,14 +425,8 @@ func (d *Driver) DeleteRoute(ctx context.Context, name string) error {
 // which a later ListCalls can pass as after. Calls the driver made itself
 // are left out.
 func (d *Driver) ListCalls(ctx context.Context, after int64, operations ...string) ([]Call, int64, error) {
-	req := struct {
-		After      int64    `json:"after"`
-		Operations []string `json:"operations,omitempty"`
-	}{after, operations}
-	var resp struct {
-		Calls []Call `json:"calls"`
-		Last  int64  `json:"last"`
-	}
+	req := driversdk.CallsListRequest{After: after, Operations: operations}
+	var resp driversdk.CallsResponse
 	if err := d.call(ctx, VerbCallsList, req, &resp); err != nil {
 		return nil, 0, err
 	}

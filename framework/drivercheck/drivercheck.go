@@ -221,8 +221,26 @@ func (c *checker) call(ctx context.Context, verb clouddriver.Verb, request any) 
 	}
 	if a.obj == nil {
 		a.err = fmt.Errorf("answered %q, not a JSON object", truncate(strings.TrimSpace(string(a.stdout)), 300))
+		return a
+	}
+	// Every answer is held to the protocol's JSON Schema first (the one
+	// drivers in other languages validate against, driversdk/schema);
+	// the checks of each verb then look at what a schema cannot say.
+	// A handshake of another protocol version is not judged by v1's
+	// schema: the info check says which version it named.
+	if verb == clouddriver.VerbInfo && !speaksV1(a.obj) {
+		return a
+	}
+	if err := ValidateMessage("response", verb, a.stdout); err != nil {
+		a.err = fmt.Errorf("answered %s", err)
 	}
 	return a
+}
+
+// speaksV1 reports whether a handshake names this protocol's version.
+func speaksV1(info map[string]json.RawMessage) bool {
+	var v string
+	return json.Unmarshal(info["protocolVersion"], &v) == nil && v == clouddriver.ProtocolVersion
 }
 
 // expectOK returns why an answer is not a success with a JSON object, or

@@ -1,7 +1,6 @@
 package release
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,11 +8,34 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
-	modzip "golang.org/x/mod/zip"
 )
 
-const modulePath = "github.com/ccm-conformance/ccm-conformance"
+const (
+	modulePath = "github.com/ccm-conformance/ccm-conformance"
+	sdkPath    = modulePath + "/driversdk"
+)
+
+// requiredVersion is the version of path that the go.mod at gomod requires.
+func requiredVersion(t *testing.T, gomod, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.ParseLax(gomod, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == path {
+			return r.Mod.Version
+		}
+	}
+	t.Fatalf("%s does not require %s", gomod, path)
+	return ""
+}
 
 // TestIntegrationGoInstall installs the CLI and the kubetest2 tester the
 // way the README tells users to, `go install MODULE/cmd/X@VERSION`, from a
@@ -37,8 +59,18 @@ func TestIntegrationGoInstall(t *testing.T) {
 		rev = strings.TrimSpace(string(out))[:12]
 	}
 	version := "v0.0.0-" + time.Now().UTC().Format("20060102150405") + "-" + rev
-	t.Cleanup(func() { forgetModule(t, version) })
-	writeModuleProxy(t, "../..", proxy, version)
+	sdkVersion := requiredVersion(t, "../../go.mod", sdkPath)
+	forgetModule(t, sdkPath, sdkVersion) // a copy an earlier command cached
+	t.Cleanup(func() { forgetModule(t, modulePath, version); forgetModule(t, sdkPath, sdkVersion) })
+	// Both modules of the repository, as a release publishes them: the
+	// harness, and the cloud-driver SDK at the version go.mod requires.
+	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	if err := WriteModuleVersion(proxy, modulePath, version, "../..", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteModuleVersion(proxy, sdkPath, sdkVersion, "../../driversdk", at); err != nil {
+		t.Fatal(err)
+	}
 
 	upstream, err := exec.Command("go", "env", "GOPROXY").Output()
 	if err != nil {
@@ -47,8 +79,8 @@ func TestIntegrationGoInstall(t *testing.T) {
 	gobin := t.TempDir()
 	env := append(os.Environ(),
 		"GOPROXY=file://"+proxy+","+strings.TrimSpace(string(upstream)),
-		// The checkout's module is in no checksum database; its
-		// dependencies are checked against the module's go.sum as usual.
+		// The checkout's modules are in no checksum database; their
+		// dependencies are checked against the harness's go.sum as usual.
 		"GONOSUMDB="+modulePath,
 		"GOFLAGS=-mod=mod -trimpath",
 		"GOWORK=off",
@@ -75,72 +107,16 @@ func TestIntegrationGoInstall(t *testing.T) {
 	}
 }
 
-// writeModuleProxy serves the checkout at dir as module version from a
-// GOPROXY directory: the files git tracks (and new ones it does not
-// ignore), as the release tag would hold them.
-func writeModuleProxy(t *testing.T, dir, proxy, version string) {
-	t.Helper()
-	out, err := exec.Command("git", "-C", dir, "ls-files", "--cached", "--others", "--exclude-standard").Output()
-	if err != nil {
-		t.Skipf("not a git checkout: %v", err)
-	}
-	src := t.TempDir()
-	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		data, err := os.ReadFile(filepath.Join(dir, f))
-		if os.IsNotExist(err) {
-			continue // deleted in the working tree
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(src, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	escaped, err := module.EscapePath(modulePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := filepath.Join(proxy, escaped, "@v")
-	if err := os.MkdirAll(at, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	z, err := os.Create(filepath.Join(at, version+".zip"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := modzip.CreateFromDir(z, module.Version{Path: modulePath, Version: version}, src); err != nil {
-		t.Fatalf("module zip: %v", err)
-	}
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
-	gomod, err := os.ReadFile(filepath.Join(src, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _ := json.Marshal(map[string]any{"Version": version, "Time": time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)})
-	for name, data := range map[string][]byte{version + ".mod": gomod, version + ".info": info, "list": []byte(version + "\n")} {
-		if err := os.WriteFile(filepath.Join(at, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // forgetModule removes version of this module from the shared module
 // cache, so that test runs leave nothing behind.
-func forgetModule(t *testing.T, version string) {
+func forgetModule(t *testing.T, path, version string) {
 	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Logf("go env GOMODCACHE: %v", err)
 		return
 	}
 	cache := strings.TrimSpace(string(out))
-	escaped, _ := module.EscapePath(modulePath)
+	escaped, _ := module.EscapePath(path)
 	extracted := filepath.Join(cache, escaped+"@"+version)
 	// The go command makes extracted modules read-only.
 	_ = filepath.WalkDir(extracted, func(p string, d os.DirEntry, err error) error {

@@ -7,77 +7,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
 
-// The protocol's objects (docs/cloud-driver.md). They are declared here,
-// not borrowed from cloudapi, because the protocol is a contract of its
-// own: the cloud API may change without the driver's output changing.
-
-// Address is a node address: a Kubernetes NodeAddressType and a value.
-type Address struct {
-	Type    string `json:"type"`
-	Address string `json:"address"`
-}
-
-// Instance is the protocol's Instance object.
-type Instance struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	ProviderID   string    `json:"providerID"`
-	Zone         string    `json:"zone"`
-	Region       string    `json:"region"`
-	InstanceType string    `json:"instanceType"`
-	State        string    `json:"state"`
-	Addresses    []Address `json:"addresses"`
-}
-
-// Ingress is one address a load balancer serves on.
-type Ingress struct {
-	IP       string `json:"ip,omitempty"`
-	Hostname string `json:"hostname,omitempty"`
-}
-
-// Port is one listener of a load balancer.
-type Port struct {
-	Protocol string `json:"protocol"`
-	Port     int32  `json:"port"`
-	NodePort int32  `json:"nodePort"`
-}
-
-// LoadBalancer is the protocol's LoadBalancer object.
-type LoadBalancer struct {
-	Exists              bool      `json:"exists"`
-	Name                string    `json:"name"`
-	Ingress             []Ingress `json:"ingress"`
-	Ports               []Port    `json:"ports"`
-	Backends            []string  `json:"backends"`
-	SourceRanges        []string  `json:"sourceRanges"`
-	HealthCheckNodePort int32     `json:"healthCheckNodePort"`
-	// ServiceNamespace and ServiceName are set by loadbalancers list: the
-	// Service the cloud recorded the load balancer for.
-	ServiceNamespace string `json:"serviceNamespace,omitempty"`
-	ServiceName      string `json:"serviceName,omitempty"`
-}
-
-// Route is the protocol's Route object.
-type Route struct {
-	Name            string `json:"name"`
-	NodeName        string `json:"nodeName"`
-	DestinationCIDR string `json:"destinationCIDR"`
-}
-
-// ---- info ----
-
-type infoResponse struct {
-	ProtocolVersion string   `json:"protocolVersion"`
-	Provider        string   `json:"provider"`
-	Verbs           []string `json:"verbs"`
-}
-
-func (d *driver) info(context.Context, []byte) (any, error) {
-	return infoResponse{ProtocolVersion: ProtocolVersion, Provider: "reference", Verbs: verbNames()}, nil
-}
+// The protocol's objects are the SDK's (driversdk): the contract the
+// harness reads with the same types. They are not cloudapi's, because the
+// protocol is a contract of its own: the cloud API may change without the
+// driver's output changing.
+type (
+	Address      = driversdk.Address
+	Instance     = driversdk.Instance
+	Ingress      = driversdk.Ingress
+	Port         = driversdk.Port
+	LoadBalancer = driversdk.LoadBalancer
+	Route        = driversdk.Route
+)
 
 // ---- instances ----
 
@@ -116,7 +61,7 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 
 // byName finds the instance a request names.
 func (d *driver) byName(ctx context.Context, request []byte) (*cloudapi.Instance, error) {
-	req, err := decode[nameRequest](request)
+	req, err := driversdk.Decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +84,7 @@ func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
 }
 
 func (d *driver) createInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driversdk.Decode[struct {
 		Name         string   `json:"name"`
 		Zone         string   `json:"zone"`
 		InstanceType string   `json:"instanceType"`
@@ -194,7 +139,7 @@ func (d *driver) startInstance(ctx context.Context, request []byte) (any, error)
 }
 
 func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driversdk.Decode[struct {
 		Addresses []Address `json:"addresses"`
 	}](request)
 	if err != nil {
@@ -226,7 +171,7 @@ func loadBalancerName(uid string) string {
 }
 
 func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driversdk.Decode[struct {
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
 		UID       string `json:"uid"`
@@ -323,7 +268,7 @@ func (d *driver) listRoutes(ctx context.Context, _ []byte) (any, error) {
 }
 
 func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driversdk.Decode[struct {
 		NodeName        string `json:"nodeName"`
 		DestinationCIDR string `json:"destinationCIDR"`
 	}](request)
@@ -340,7 +285,7 @@ func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
 }
 
 func (d *driver) deleteRoute(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[nameRequest](request)
+	req, err := driversdk.Decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +318,7 @@ func faultTargets() map[string][]string {
 // look at the cloud while the CCM sees errors. A rate of 0 removes the
 // target's faults.
 func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driversdk.Decode[struct {
 		Target    string  `json:"target"`
 		ErrorRate float64 `json:"errorRate"`
 	}](request)
@@ -432,7 +377,7 @@ func callOperations() map[string]string {
 // listCalls returns the cloud's call log after a sequence number, without
 // the driver's own calls, optionally only some operations.
 func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driversdk.Decode[struct {
 		After      int64    `json:"after"`
 		Operations []string `json:"operations"`
 	}](request)

@@ -14,39 +14,17 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/simctl"
 )
 
-// The protocol's objects (docs/cloud-driver.md), declared here: the driver
-// never imports the harness.
-
-// Address is a node address: a Kubernetes NodeAddressType and a value.
-type Address struct {
-	Type    string `json:"type"`
-	Address string `json:"address"`
-}
-
-// Instance is the protocol's Instance object.
-type Instance struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	ProviderID   string    `json:"providerID"`
-	Zone         string    `json:"zone"`
-	Region       string    `json:"region"`
-	InstanceType string    `json:"instanceType"`
-	State        string    `json:"state"`
-	Addresses    []Address `json:"addresses"`
-}
-
-// Call is the protocol's Call object.
-type Call struct {
-	Seq       int64     `json:"seq"`
-	Time      time.Time `json:"time"`
-	Operation string    `json:"operation"`
-	Caller    string    `json:"caller"`
-	Resource  string    `json:"resource,omitempty"`
-	Error     string    `json:"error,omitempty"`
-}
+// The protocol's objects are the SDK's (driversdk, a module of its own with
+// no dependency): the driver never imports the harness.
+type (
+	Address  = driversdk.Address
+	Instance = driversdk.Instance
+	Call     = driversdk.Call
+)
 
 // guestInfoTimeout bounds the wait for a new VM's guest to report its host
 // name and addresses (VMware Tools after boot; at once in the simulator).

@@ -1,0 +1,3 @@
+module github.com/ccm-conformance/ccm-conformance/driversdk
+
+go 1.26.0
