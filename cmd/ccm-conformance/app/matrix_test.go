@@ -244,7 +244,7 @@ func TestMatrixCommandBadInput(t *testing.T) {
 		want string
 	}{
 		{"empty list", []string{"--provider", profile, "--kubernetes", ""}, "--kubernetes"},
-		{"malformed", []string{"--provider", profile, "--kubernetes", "v1.37"}, `version "v1.37" is not vMAJOR.MINOR.PATCH`},
+		{"malformed", []string{"--provider", profile, "--kubernetes", "v1.37"}, `Kubernetes version "v1.37": want a release such as`},
 		{"duplicate", []string{"--provider", profile, "--kubernetes", "v1.37.2,v1.37.2"}, "listed twice"},
 		{"no list", []string{"--provider", profile}, "kubernetes"},
 		{"missing profile", []string{"--provider", profile + ".absent", "--kubernetes", "v1.37.2"}, "--provider"},
