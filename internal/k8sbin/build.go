@@ -54,8 +54,17 @@ func build(ctx context.Context, req Request, root string, names []string) (map[s
 	if len(names) == 0 {
 		return paths, nil
 	}
-	what := strings.Join(names, ", ")
 	req.Name = names[0] // the module to build from: etcd's or Kubernetes's
+	// Kubernetes's own release binaries, where its site can be reached.
+	names, err := fetchReleases(ctx, req, paths, names)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return paths, nil
+	}
+	req.Name = names[0]
+	what := strings.Join(names, ", ")
 
 	fmt.Fprintf(req.Progress, "building %s %s from the Go module proxy into %s; a cold build takes %s, later runs reuse the cache\n",
 		what, req.Version, dir, coldBuildEstimate(names))

@@ -115,6 +115,13 @@ type Request struct {
 
 	// Go is the go command used to build. Default: "go" found in PATH.
 	Go string
+
+	// Releases is where Kubernetes publishes its release binaries
+	// (download.go): a missing Kubernetes binary is downloaded from there
+	// and checked against its published sha256, and built only when the
+	// site cannot be reached. Default $CCM_CONFORMANCE_KUBERNETES_RELEASES,
+	// else DefaultReleases; ReleasesOff always builds.
+	Releases string
 }
 
 // Ensure returns the path of an executable for req, building it into the

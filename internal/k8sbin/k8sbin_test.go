@@ -9,8 +9,19 @@ import (
 )
 
 // env returns a Getenv over a fixed map.
+// env is the environment a test gives; downloads of Kubernetes release
+// binaries are off unless it names a site, so that no unit test reaches
+// the network.
 func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+	return func(k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		if k == EnvReleases {
+			return ReleasesOff
+		}
+		return ""
+	}
 }
 
 func TestOverride(t *testing.T) {

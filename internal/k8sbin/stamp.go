@@ -25,6 +25,19 @@ type BuildInfo struct {
 	Commit string `json:"commit,omitempty"`
 	// Stamped says the commit was linked into the binary (gitCommit).
 	Stamped bool `json:"stamped,omitempty"`
+	// Source is the URL a binary was downloaded from (a Kubernetes
+	// release's own build, Request.Releases); empty for one built here
+	// from the Go module proxy. SHA256 is then its checked sum.
+	Source string `json:"source,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// How says where the binary came from, for progress lines and logs.
+func (bi BuildInfo) How() string {
+	if bi.Source != "" {
+		return "downloaded from " + bi.Source
+	}
+	return "built from " + bi.Module + "@" + bi.Version + " through the Go module proxy"
 }
 
 // buildInfoSuffix names the file beside a binary that holds its BuildInfo.

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/images"
 )
@@ -117,6 +119,24 @@ func tarDir(dir, path string) error {
 		err = cerr
 	}
 	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeDockerTarball writes one platform's image as `docker save` would,
+// tagged ImageRepository:version.
+func writeDockerTarball(img v1.Image, path, version string) error {
+	tag, err := images.TagFor(version)
+	if err != nil {
+		return err
+	}
+	ref, err := name.NewTag(ImageRepository + ":" + tag)
+	if err != nil {
+		return err
+	}
+	if err := tarball.WriteToFile(path, ref, img); err != nil {
 		os.Remove(path)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

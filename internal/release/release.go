@@ -65,6 +65,10 @@ type Result struct {
 	SBOMs []string
 	// Image is the OCI image index as an OCI layout tarball.
 	Image string
+	// DockerImages are each platform's image as a `docker save` tarball,
+	// for `docker load` of Docker engines older than 25, which read no
+	// OCI layout.
+	DockerImages []string
 	// Checksums is SHA256SUMS, over every file above.
 	Checksums string
 }
@@ -117,6 +121,11 @@ func Make(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("image for %s: %w", platform, err)
 		}
 		index = append(index, platformImage{platform: v1.Platform{OS: goos, Architecture: goarch}, image: img})
+		dockerTar := "ccm-conformance-" + meta.Version + "-image-" + goos + "-" + goarch + ".docker.tar"
+		if err := writeDockerTarball(img, filepath.Join(opts.OutDir, dockerTar), meta.Version); err != nil {
+			return nil, err
+		}
+		res.DockerImages = append(res.DockerImages, dockerTar)
 	}
 	res.Image = "ccm-conformance-" + meta.Version + "-image.oci.tar"
 	if err := writeIndex(index, filepath.Join(opts.OutDir, res.Image), meta.Version); err != nil {
@@ -124,7 +133,7 @@ func Make(ctx context.Context, opts Options) (*Result, error) {
 	}
 	fmt.Fprintf(opts.Progress, "release: image index %s (%d platforms)\n", res.Image, len(index))
 	res.Checksums = "SHA256SUMS"
-	files := slices.Concat(res.Binaries, res.SBOMs, []string{res.Image})
+	files := slices.Concat(res.Binaries, res.SBOMs, []string{res.Image}, res.DockerImages)
 	slices.Sort(files)
 	if err := writeChecksums(opts.OutDir, files, res.Checksums); err != nil {
 		return nil, err

@@ -151,6 +151,28 @@ func TestIntegrationRelease(t *testing.T) {
 		t.Errorf("SHA256SUMS lists %v; the directory holds %v", listed, files)
 	}
 
+	if want := []string{"ccm-conformance-v0.9.0-test.1-image-linux-" + runtime.GOARCH + ".docker.tar"}; !slices.Equal(res.DockerImages, want) {
+		t.Errorf("docker tarballs %v, want %v", res.DockerImages, want)
+	}
+
+	// Where a Docker engine answers, the image loads and its entrypoint
+	// is the CLI, with the tester beside it.
+	if err := exec.Command("docker", "version").Run(); err == nil {
+		ref := ImageRepository + ":v0.9.0-test.1"
+		if out, err := exec.Command("docker", "load", "-i", filepath.Join(out, res.DockerImages[0])).CombinedOutput(); err != nil {
+			t.Fatalf("docker load: %v\n%s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", ref).Run() })
+		if v, err := exec.Command("docker", "run", "--rm", ref, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(v), "ccm-conformance v0.9.0-test.1 ") {
+			t.Errorf("docker run %s version: %q, %v", ref, v, err)
+		}
+		if h, err := exec.Command("docker", "run", "--rm", "--entrypoint", images.BinDir+"/kubetest2-tester-ccm", ref, "--help").CombinedOutput(); err != nil || !strings.Contains(string(h), "--provider") {
+			t.Errorf("the image's kubetest2-tester-ccm --help: %v\n%s", err, h)
+		}
+	} else {
+		t.Logf("no Docker engine (%v): the docker tarball is not loaded", err)
+	}
+
 	// The image index: one image per platform, both binaries inside.
 	dir := t.TempDir()
 	untar(t, filepath.Join(out, res.Image), dir)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
 func newClusterCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -82,7 +83,13 @@ cores), shows progress, caches them, and prints their paths.`,
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: fmt.Errorf("cluster prebuild: %w", err)}
 			}
-			fmt.Fprintf(stdout, "etcd: %s\nkube-apiserver: %s\nkube-controller-manager: %s\n", b.Etcd, b.APIServer, b.ControllerManager)
+			for _, c := range []struct{ name, path string }{{"etcd", b.Etcd}, {"kube-apiserver", b.APIServer}, {"kube-controller-manager", b.ControllerManager}} {
+				how := ""
+				if bi, err := k8sbin.ReadBuildInfo(c.path); err == nil {
+					how = " (" + bi.How() + ")"
+				}
+				fmt.Fprintf(stdout, "%s: %s%s\n", c.name, c.path, how)
+			}
 			return nil
 		},
 	}
