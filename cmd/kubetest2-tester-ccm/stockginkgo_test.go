@@ -121,21 +121,7 @@ func TestIntegrationStockGinkgoTester(t *testing.T) {
 				t.Fatalf("ginkgo exited with %v, want passed=%v\n%s", err, tt.passes, tail(out.String(), 60))
 			}
 
-			cases := junitCases(t, artifacts)
-			ran := 0
-			for name, c := range cases {
-				if !strings.HasPrefix(name, "[loadbalancer]") || c.Status == "skipped" {
-					continue
-				}
-				ran++
-				wantFailed := tt.failing != "" && strings.Contains(name, tt.failing)
-				if failed := c.Failure != nil; failed != wantFailed {
-					t.Errorf("spec %q: failed %v, want %v", name, failed, wantFailed)
-				}
-			}
-			if ran != lbLifeSpecs {
-				t.Errorf("%d load balancer specs ran by $ARTIFACTS/junit_*.xml, want %d\n%s", ran, lbLifeSpecs, tail(out.String(), 40))
-			}
+			checkLoadBalancerSpecs(t, artifacts, tt.failing)
 			if _, err := os.Stat(filepath.Join(runDir, "ccm-conformance", "finished.json")); err != nil {
 				t.Errorf("the run directory is not kept in $KUBETEST2_RUN_DIR/ccm-conformance: %v", err)
 			}

@@ -240,21 +240,7 @@ func TestIntegrationTesterOnAnExistingCluster(t *testing.T) {
 				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", res.code, tt.wantCode, tail(res.stdout, 60), res.stderr)
 			}
 
-			cases := junitCases(t, artifacts)
-			ran := 0
-			for name, c := range cases {
-				if !strings.HasPrefix(name, "[loadbalancer]") || c.Status == "skipped" {
-					continue
-				}
-				ran++
-				wantFailed := tt.failing != "" && strings.Contains(name, tt.failing)
-				if failed := c.Failure != nil; failed != wantFailed {
-					t.Errorf("spec %q: failed %v, want %v", name, failed, wantFailed)
-				}
-			}
-			if ran != lbLifeSpecs {
-				t.Errorf("%d load balancer specs ran by $ARTIFACTS/junit_*.xml, want the %d release-blocking ones", ran, lbLifeSpecs)
-			}
+			checkLoadBalancerSpecs(t, artifacts, tt.failing)
 			for _, name := range []string{"junit_runner.xml", "specs.json", "timings.json", "logs/ccm.log"} {
 				if _, err := os.Stat(filepath.Join(artifacts, name)); err != nil {
 					t.Errorf("$ARTIFACTS/%s: %v", name, err)
@@ -335,6 +321,27 @@ func TestIntegrationTesterOnAnExistingCluster(t *testing.T) {
 }
 
 func tail(s string, n int) string { return testbin.Tail(s, n) }
+
+// checkLoadBalancerSpecs reads the JUnit in dir: the lbLifeSpecs
+// release-blocking load balancer specs ran, and only the one whose name
+// contains failing (none when it is empty) failed.
+func checkLoadBalancerSpecs(t *testing.T, dir, failing string) {
+	t.Helper()
+	ran := 0
+	for name, c := range junitCases(t, dir) {
+		if !strings.HasPrefix(name, "[loadbalancer]") || c.Status == "skipped" {
+			continue
+		}
+		ran++
+		wantFailed := failing != "" && strings.Contains(name, failing)
+		if failed := c.Failure != nil; failed != wantFailed {
+			t.Errorf("spec %q: failed %v, want %v", name, failed, wantFailed)
+		}
+	}
+	if ran != lbLifeSpecs {
+		t.Errorf("%d load balancer specs ran by the junit_*.xml of %s, want the %d release-blocking ones", ran, dir, lbLifeSpecs)
+	}
+}
 
 // startCluster starts the embedded local cluster to stand in for the one a
 // kubetest2 deployer made, and stops it when the test ends.
