@@ -49,7 +49,7 @@ func platformImageOf(binaries []string, meta images.Metadata) (v1.Image, error) 
 }
 
 // writeIndex writes the platforms' images as one OCI image index, in the
-// OCI image layout, tarred into path (what `docker load`, skopeo and
+// OCI image layout, tarred into path (what Docker 25 and later, skopeo and
 // crane read as an OCI archive).
 func writeIndex(imgs []platformImage, path, version string) error {
 	var idx v1.ImageIndex = empty.Index
