@@ -20,6 +20,7 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/cloud"
 )
 
@@ -140,8 +141,12 @@ func TestIntegrationDriver(t *testing.T) {
 	caFile := filepath.Join(filepath.Dir(env[ConfigEnv]), cloud.CAFile)
 	ccm := ccmClient(t, c, caFile)
 
-	info := must[infoResponse](t, env, "info", "")
-	if info.ProtocolVersion != "v1" || info.Provider != "vsphere" || !slices.Equal(info.Verbs, verbNames()) {
+	info := must[driversdk.Info](t, env, "info", "")
+	var verbs []string
+	for _, v := range info.Verbs {
+		verbs = append(verbs, string(v))
+	}
+	if info.ProtocolVersion != "v1" || info.Provider != "vsphere" || !slices.Equal(verbs, verbNames()) {
 		t.Errorf("info = %+v", info)
 	}
 	if l := must[struct{ Instances []Instance }](t, env, "instances list", "{}"); len(l.Instances) != 0 {
