@@ -124,14 +124,13 @@ func (m *Machines) deleteInstance(ctx context.Context, name string) error {
 // UniqueName returns prefix plus a random suffix of five lowercase letters
 // and digits, valid as a Node and Service name.
 func UniqueName(prefix string) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
 	b := make([]byte, 5)
 	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(uniqueAlphabet))))
 		if err != nil {
 			panic(err)
 		}
-		b[i] = alphabet[n.Int64()]
+		b[i] = uniqueAlphabet[n.Int64()]
 	}
 	return prefix + "-" + string(b)
 }
@@ -193,4 +192,25 @@ func NameWithoutInstance(ctx context.Context, in NameWithoutInstanceInput) (stri
 		taken.Instances = append(taken.Instances, *inst)
 	}
 	return "", taken
+}
+
+// uniqueAlphabet is what UniqueName's suffixes are made of.
+const uniqueAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// MachinePrefixes start the names of the instances (and their Nodes) the
+// harness makes: machines a spec adds on simulated nodes, Nodes it
+// registers on an existing cluster, and validate-driver's instance. With
+// UniqueName's suffix they mark what `sweep` may remove.
+var MachinePrefixes = []string{"ccm-node", "ccm-join", "ccmc-check"}
+
+// IsUniqueName reports whether name is UniqueName(p) for one of prefixes:
+// p, a dash and five letters of UniqueName's alphabet.
+func IsUniqueName(name string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		suffix, ok := strings.CutPrefix(name, p+"-")
+		if ok && len(suffix) == 5 && strings.Trim(suffix, uniqueAlphabet) == "" {
+			return true
+		}
+	}
+	return false
 }

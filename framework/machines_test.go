@@ -89,3 +89,24 @@ func TestNameWithoutInstance(t *testing.T) {
 		})
 	}
 }
+
+func TestIsUniqueName(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{UniqueName("ccm-join"), true},
+		{UniqueName("ccm-node"), true},
+		{UniqueName("ccmc-check"), true},
+		{"ccm-node-1", false},
+		{"ccm-node-12345", false},
+		{"ccm-join-abcde", false},
+		{UniqueName("ccm-join") + "x", false},
+		{UniqueName("worker"), false},
+		{"ccm-join", false},
+	} {
+		if got := IsUniqueName(tt.name, MachinePrefixes...); got != tt.want {
+			t.Errorf("IsUniqueName(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

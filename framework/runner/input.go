@@ -137,37 +137,61 @@ func quoteVerbs(verbs []clouddriver.Verb) string {
 // directory, removed afterwards, and ${KUBECONFIG} a path in it that does
 // not exist (docs/cloud-driver.md says `info` must answer without the cloud).
 func checkDriver(ctx context.Context, p *profile.Profile) (*clouddriver.Info, error) {
+	drv, done, err := OpenCloudDriver(ctx, p, "")
+	if err != nil || drv == nil {
+		return nil, err
+	}
+	defer done()
+	info := drv.Info()
+	return &info, nil
+}
+
+// OpenCloudDriver makes the profile's cloud driver and runs its
+// handshake, outside a run: for the input check and for `sweep`, which
+// talk to a cloud that is already there (a real one, or a simulator
+// someone runs). ${RUN_DIR} is a scratch directory that done removes, and
+// ${KUBECONFIG} is kubeconfig, or a path in the scratch directory that does
+// not exist. A profile without a cloud driver gives a nil driver. Errors
+// are *InputError, naming the profile.
+func OpenCloudDriver(ctx context.Context, p *profile.Profile, kubeconfig string) (drv *clouddriver.Driver, done func(), err error) {
 	d := p.CloudDriver
 	if d == nil {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	bad := func(err error) error {
 		return &InputError{fmt.Errorf("profile %s: cloudDriver: %w", p.Path, err)}
 	}
 	scratch, err := os.MkdirTemp(runDirBase(), "ccm-conformance-check-")
 	if err != nil {
-		return nil, &SetupError{Step: "checking the cloud driver", Err: err}
+		return nil, nil, &SetupError{Step: "checking the cloud driver", Err: err}
 	}
-	defer os.RemoveAll(scratch)
-	e := p.NewExpander(profile.ExpanderInput{RunDir: scratch, Kubeconfig: filepath.Join(scratch, "kubeconfig")})
+	done = func() { os.RemoveAll(scratch) }
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(scratch, "kubeconfig")
+	}
+	e := p.NewExpander(profile.ExpanderInput{RunDir: scratch, Kubeconfig: kubeconfig})
 	command, err := e.ExpandAll(d.Command)
 	if err != nil {
-		return nil, bad(err)
+		return nil, nil, bad(err)
 	}
 	command[0] = p.ResolvePath(command[0])
 	if err := checkExecutable(command[0]); err != nil {
-		return nil, bad(fmt.Errorf("command: %w", err))
+		return nil, nil, bad(fmt.Errorf("command: %w", err))
 	}
 	env, err := e.Environ(d.Env)
 	if err != nil {
-		return nil, bad(err)
+		return nil, nil, bad(err)
 	}
-	drv, err := clouddriver.New(ctx, clouddriver.Options{Command: command, Env: env, CallTimeout: p.Timeout(profile.CloudDriverCall)})
+	drv, err = clouddriver.New(ctx, clouddriver.Options{Command: command, Env: env, CallTimeout: p.Timeout(profile.CloudDriverCall)})
 	if err != nil {
-		return nil, bad(err)
+		return nil, nil, bad(err)
 	}
-	info := drv.Info()
-	return &info, nil
+	return drv, done, nil
 }
 
 // checkInput validates everything that needs no cluster, so that bad input

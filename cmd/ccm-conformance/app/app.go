@@ -82,6 +82,7 @@ its input failed (bad profile, missing binary, unreachable cluster, interrupt).`
 		newMatrixCommand(stdout, stderr),
 		newCompareUpstreamCommand(stdout, stderr),
 		newCCMCommand(stdout, stderr),
+		newSweepCommand(stdout),
 	)
 	return root
 }
