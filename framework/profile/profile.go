@@ -67,6 +67,9 @@ type Profile struct {
 	Dir string `json:"-"`
 	// Path is the file the profile was read from.
 	Path string `json:"-"`
+	// envNames are the NAMEs of the ${env:NAME} the document uses
+	// (EnvSecrets).
+	envNames []string
 	// Digest is the sha256 of the profile file's content
 	// ("sha256:<hex>"), so that results tell two versions of one profile
 	// apart; empty for a profile that was not read from a file.
@@ -432,6 +435,7 @@ func Parse(data []byte, dir string) (*Profile, error) {
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
 	p.Dir = dir
+	p.envNames = envNamesIn(data)
 	p.applyDefaults()
 	if errs := p.Validate(); len(errs) > 0 {
 		return nil, errs.ToAggregate()

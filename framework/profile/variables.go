@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,8 +44,17 @@ const (
 	VarHostIP = "HOST_IP"
 )
 
+// EnvPrefix starts the variables that read the harness's environment:
+// ${env:NAME} is the value of NAME where the harness runs (a CI secret: a
+// cloud's credentials). Such a value is a secret: the run directory, the
+// build log and the program's output never show it (EnvSecrets, and the
+// run directory's redaction).
+const EnvPrefix = "env:"
+
 var (
 	variableRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+	// envName is the NAME of ${env:NAME}: an environment variable's name.
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// freePortName is the NAME of ${FREE_PORT_NAME}.
 	freePortName = regexp.MustCompile(`^[A-Z0-9_]+$`)
 )
@@ -61,7 +71,15 @@ func portVariable(name string) bool {
 	return ok && freePortName.MatchString(rest)
 }
 
-func knownVariable(name string) bool { return fixedVariables[name] || portVariable(name) }
+func knownVariable(name string) bool {
+	return fixedVariables[name] || portVariable(name) || envVariable(name)
+}
+
+// envVariable reports whether name is env:NAME.
+func envVariable(name string) bool {
+	rest, ok := strings.CutPrefix(name, EnvPrefix)
+	return ok && envName.MatchString(rest)
+}
 
 func validateVariables(path *field.Path, values []string) field.ErrorList {
 	var errs field.ErrorList
@@ -76,7 +94,7 @@ func validateVariables(path *field.Path, values []string) field.ErrorList {
 				for n := range fixedVariables {
 					names = append(names, "${"+n+"}")
 				}
-				names = append(names, "${"+VarFreePort+"_<NAME>}")
+				names = append(names, "${"+VarFreePort+"_<NAME>}", "${"+EnvPrefix+"<NAME>}")
 				sort.Strings(names)
 				errs = append(errs, field.Invalid(p, v, fmt.Sprintf("unknown variable ${%s}; known: %v", m[1], names)))
 			}
@@ -236,6 +254,13 @@ func (e *Expander) Expand(s string) (string, error) {
 	var firstErr error
 	out := variableRef.ReplaceAllStringFunc(s, func(ref string) string {
 		name := variableRef.FindStringSubmatch(ref)[1]
+		if envVariable(name) {
+			v, ok := os.LookupEnv(strings.TrimPrefix(name, EnvPrefix))
+			if !ok && firstErr == nil {
+				firstErr = fmt.Errorf("${%s}: %s is not set in the harness's environment", name, strings.TrimPrefix(name, EnvPrefix))
+			}
+			return v
+		}
 		if !portVariable(name) {
 			v, ok := e.vars[name]
 			if !ok && firstErr == nil {
@@ -305,6 +330,36 @@ func EnvNames(environ []string) []string {
 		if name != "" && !seen[name] {
 			seen[name] = true
 			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// EnvSecrets returns the value of every ${env:NAME} the profile uses, by
+// NAME, read from the harness's environment: what the run must never
+// show. A NAME that is not set is an error naming it.
+func (p *Profile) EnvSecrets() (map[string]string, error) {
+	out := map[string]string{}
+	for _, name := range p.envNames {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return nil, fmt.Errorf("profile %s: ${%s%s}: %s is not set in the harness's environment", p.Path, EnvPrefix, name, name)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// envNamesIn lists the distinct NAMEs of ${env:NAME} in a document.
+func envNamesIn(data []byte) []string {
+	var names []string
+	for _, m := range variableRef.FindAllStringSubmatch(string(data), -1) {
+		if envVariable(m[1]) {
+			n := strings.TrimPrefix(m[1], EnvPrefix)
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
 		}
 	}
 	sort.Strings(names)

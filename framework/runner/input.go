@@ -233,3 +233,22 @@ func checkExecutable(path string) error {
 	}
 	return nil
 }
+
+// ProfileSecrets returns the values of the ${env:NAME} variables of the
+// profile at path, by NAME: what the run directory must never show. A
+// profile that does not load gives none (the run reports it, with its
+// other problems); an unset NAME is an *InputError naming it.
+func ProfileSecrets(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	p, err := profile.Load(path)
+	if err != nil {
+		return nil, nil
+	}
+	secrets, err := p.EnvSecrets()
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	return secrets, nil
+}

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/internal/redact"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
@@ -108,13 +109,25 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	defer cleanup()
 
+	// The profile's ${env:NAME} values never reach the output, the build
+	// log or the run directory.
+	secrets, err := runner.ProfileSecrets(o.Runner.ProfilePath)
+	if err != nil {
+		return runner.ExitHarnessError, err
+	}
+	red, err := redact.New(secrets)
+	if err != nil {
+		return runner.ExitHarnessError, fmt.Errorf("profile %s: %w", o.Runner.ProfilePath, err)
+	}
+
 	ro := o.Runner
 	ro.ArtifactsDir = dir
 	if ro.Lanes > 0 && o.LaneCommand != nil {
 		ro.LaneCommand = o.LaneCommand(dir)
 	}
 	buildLog := NewBuildLog(dir)
-	out := buildLog.Tee(o.Out)
+	redacted := red.Writer(buildLog.Tee(o.Out))
+	out := redacted
 	ro.Out = out
 	ro.Observers = append(slices.Clone(ro.Observers), NewObserver(dir, WithMetadata(o.Metadata)))
 
@@ -122,6 +135,13 @@ func Run(ctx context.Context, o Options) (int, error) {
 	code := runner.ExitCode(res, err)
 	if errors.Is(err, runner.ErrInterrupted) {
 		err = &interruptedError{results: o.resultsDir(dir)}
+	}
+	err = red.Error(err)
+	if changed, rerr := red.Dir(dir); rerr != nil {
+		fmt.Fprintf(out, "[%s] keeping secrets out of the run directory: %v\n", o.Name, rerr)
+		code = max(code, runner.ExitHarnessError)
+	} else if len(changed) > 0 {
+		fmt.Fprintf(out, "[%s] secrets from the environment redacted in %d file(s) of the run directory\n", o.Name, len(changed))
 	}
 	if o.ExportTo != "" && fileExists(filepath.Join(dir, prow.FinishedFile)) {
 		if xerr := ExportArtifacts(dir, o.ExportTo, suiteNames(ro)); xerr != nil {
@@ -141,6 +161,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 			fmt.Fprintln(out)
 		}
 	}
+	_ = redacted.Close()
 	if err != nil && buildLog.Opened() {
 		// The line the program prints on stderr belongs in the build log too.
 		fmt.Fprintf(buildLog, "%s: %s\n", o.Name, strings.TrimSpace(err.Error()))
