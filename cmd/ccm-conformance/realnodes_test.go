@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,28 +38,7 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 	}
 	defer c.Stop(context.Background())
 
-	socket := filepath.Join(tmp, "cloud.sock")
-	endpoint := "unix://" + socket
-	log, err := os.Create(filepath.Join(tmp, "cloud.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cloud := exec.CommandContext(ctx, filepath.Join(binDir, "reference-cloud"), "--listen", endpoint, "--no-data-path")
-	cloud.Stdout, cloud.Stderr = log, log
-	if err := cloud.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cloud.Process.Kill(); _ = cloud.Wait() }()
-	for {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the reference cloud did not listen")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	endpoint := startReferenceCloud(t, ctx, tmp)
 	api, err := cloudapi.NewClient(endpoint, "machines")
 	if err != nil {
 		t.Fatal(err)

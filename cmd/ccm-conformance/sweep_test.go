@@ -48,15 +48,8 @@ func TestIntegrationSweep(t *testing.T) {
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
 
-	socket := filepath.Join(tmp, "cloud.sock")
-	cloud := startLogged(t, ctx, filepath.Join(tmp, "cloud.log"), nil, filepath.Join(binDir, "reference-cloud"), "--listen", "unix://"+socket, "--no-data-path")
-	defer stopProcess(cloud)
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		_, err := os.Stat(socket)
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("the reference cloud did not listen: %v", err)
-	}
+	cloudEndpoint := startReferenceCloud(t, ctx, tmp)
+	socket := strings.TrimPrefix(cloudEndpoint, "unix://")
 	endpoint := "REFERENCE_CLOUD_ENDPOINT=unix://" + socket
 	ccm := startLogged(t, ctx, filepath.Join(tmp, "ccm.log"), []string{endpoint}, filepath.Join(binDir, "reference-ccm"),
 		"--cloud-provider=reference", "--leader-elect=false", "--configure-cloud-routes=false", "--controllers=service",
@@ -218,6 +211,23 @@ func startLogged(t *testing.T, ctx context.Context, logPath string, env []string
 		t.Fatal(err)
 	}
 	return cmd
+}
+
+// startReferenceCloud starts the reference cloud (no data path) on a unix
+// socket in dir, waits until it listens, and stops it when the test ends.
+// It returns the endpoint, unix://....
+func startReferenceCloud(t *testing.T, ctx context.Context, dir string) string {
+	t.Helper()
+	socket := filepath.Join(dir, "cloud.sock")
+	cloud := startLogged(t, ctx, filepath.Join(dir, "cloud.log"), nil, filepath.Join(binDir, "reference-cloud"), "--listen", "unix://"+socket, "--no-data-path")
+	t.Cleanup(func() { stopProcess(cloud) })
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(socket)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the reference cloud did not listen on %s: %v", socket, err)
+	}
+	return "unix://" + socket
 }
 
 // stopProcess stops a started program; stopping it twice is fine.
