@@ -131,21 +131,59 @@ func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 			fmt.Sprintf("apiVersion: kubeadm.k8s.io/%s\nkind: ClusterConfiguration\netcd:\n  local:\n    imageTag: %q\n", kubeadmAPI, in.EtcdImageTag),
 			"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\n",
 		},
-		KubeadmConfigPatchesJSON6902: []v1alpha4.PatchJSON6902{
-			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "ClusterConfiguration",
-				Patch: argPatch("/controllerManager/extraArgs", "cloud-provider", "external") +
-					argPatch("/controllerManager/extraArgs", "node-monitor-grace-period", NodeMonitorGracePeriod)},
-			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "InitConfiguration",
-				Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external") +
-					"- op: add\n  path: /skipPhases/-\n  value: addon/coredns\n"},
-			{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "JoinConfiguration",
-				Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external")},
-		},
+		KubeadmConfigPatchesJSON6902: externalCloudProviderPatches(
+			argPatch("/controllerManager/extraArgs", "node-monitor-grace-period", NodeMonitorGracePeriod),
+			"- op: add\n  path: /skipPhases/-\n  value: addon/coredns\n"),
 	}
 	for i := 0; i < in.Workers; i++ {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
 	}
 	return cfg, nil
+}
+
+// externalCloudProviderPatches are the kubeadm patches that make a kind
+// cluster wait for a CCM: --cloud-provider=external on
+// kube-controller-manager and on every kubelet (so that new nodes carry
+// the uninitialized taint), and kind's own provider ID removed from the
+// kubelets (the CCM sets it). extraKCM and extraInit are appended to the
+// ClusterConfiguration and InitConfiguration patches.
+func externalCloudProviderPatches(extraKCM, extraInit string) []v1alpha4.PatchJSON6902 {
+	return []v1alpha4.PatchJSON6902{
+		{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "ClusterConfiguration",
+			Patch: argPatch("/controllerManager/extraArgs", "cloud-provider", "external") + extraKCM},
+		{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "InitConfiguration",
+			Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external") + extraInit},
+		{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "JoinConfiguration",
+			Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external")},
+	}
+}
+
+// StockConfig is the kind configuration for a cluster made from a stock
+// kind node image (kindest/node, as `kubetest2 kind --config FILE` or
+// `kind create cluster --config FILE` makes it) that a CCM deployed into
+// it must initialize: the external cloud provider patches of the harness's
+// own clusters, and nothing else of theirs (kind's CNI, CoreDNS and
+// kubeadm's etcd stay). The patches name kubeadm's v1beta4 API and the
+// place of kind v0.33.0's --provider-id; with another kind, `kind create`
+// fails on the patch's test rather than leave kind's provider ID in place.
+func StockConfig(workers int, ipFamilies []string) ([]byte, error) {
+	if workers < 0 {
+		return nil, fmt.Errorf("%d workers", workers)
+	}
+	family, err := ipFamily(ipFamilies)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &v1alpha4.Cluster{
+		TypeMeta:                     v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
+		Networking:                   v1alpha4.Networking{IPFamily: family},
+		Nodes:                        []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
+		KubeadmConfigPatchesJSON6902: externalCloudProviderPatches("", ""),
+	}
+	for i := 0; i < workers; i++ {
+		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
+	}
+	return configYAML(cfg)
 }
 
 // configYAML renders a kind configuration, for the run's directory.

@@ -185,3 +185,41 @@ func TestKindTemplateHasProviderIDWherePatched(t *testing.T) {
 		}
 	}
 }
+
+// The configuration for a stock kind node image keeps kind's own CNI,
+// CoreDNS and etcd, and has exactly the external cloud provider patches
+// of the harness's clusters.
+func TestStockConfig(t *testing.T) {
+	data, err := StockConfig(2, []string{"IPv4", "IPv6"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg v1alpha4.Cluster
+	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if cfg.Kind != "Cluster" || cfg.APIVersion != "kind.x-k8s.io/v1alpha4" || len(cfg.Nodes) != 3 || cfg.Networking.IPFamily != v1alpha4.DualStackFamily {
+		t.Errorf("config %+v", cfg)
+	}
+	if cfg.Networking.DisableDefaultCNI || len(cfg.KubeadmConfigPatches) != 0 || strings.Contains(string(data), "coredns") {
+		t.Errorf("the stock configuration changes more than the cloud provider:\n%s", data)
+	}
+	own, err := clusterConfig(clusterConfigInput{Workers: 2, IPFamilies: []string{"IPv4"}, EtcdImageTag: "3.6.16-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range cfg.KubeadmConfigPatchesJSON6902 {
+		if !strings.HasPrefix(own.KubeadmConfigPatchesJSON6902[i].Patch, p.Patch) || p.Kind != own.KubeadmConfigPatchesJSON6902[i].Kind {
+			t.Errorf("patch %d (%s) is not the harness's own:\n%s", i, p.Kind, p.Patch)
+		}
+		if !strings.Contains(p.Patch, "cloud-provider") {
+			t.Errorf("patch %d (%s) does not set the external cloud provider", i, p.Kind)
+		}
+	}
+	if _, err := StockConfig(-1, nil); err == nil {
+		t.Error("-1 workers: no error")
+	}
+	if _, err := StockConfig(1, []string{"IPv5"}); err == nil {
+		t.Error("IPv5: no error")
+	}
+}
