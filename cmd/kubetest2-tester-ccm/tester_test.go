@@ -16,6 +16,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"golang.org/x/mod/semver"
 )
 
 // lbLifeFilter selects the release-blocking specs of the LoadBalancer
@@ -265,12 +266,17 @@ func TestIntegrationTesterOnAnExistingCluster(t *testing.T) {
 				prow.MetaJobVersion:        local.DefaultKubernetesVersion,
 				prow.MetaProvider:          "reference",
 				"kubetest2-run-id":         "run-1",
-				"tester-version":           "devel",
 			}
 			for k, v := range want {
 				if meta[k] != v {
 					t.Errorf("$ARTIFACTS/metadata.json %s = %v, want %q", k, meta[k], v)
 				}
+			}
+			// The tester's version: "devel", or, where the go command
+			// stamps a build in a git checkout, the module's pseudo-version
+			// (internal/harnessversion).
+			if v, _ := meta["tester-version"].(string); v != "devel" && !semver.IsValid(strings.TrimSuffix(v, "+dirty")) {
+				t.Errorf("$ARTIFACTS/metadata.json tester-version = %q, want devel or a module version", v)
 			}
 			if d, _ := meta[prow.MetaCCMDigest].(string); !strings.HasPrefix(d, "sha256:") {
 				t.Errorf("$ARTIFACTS/metadata.json ccm-digest = %v, want the binary's sha256", meta[prow.MetaCCMDigest])

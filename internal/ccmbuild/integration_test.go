@@ -83,6 +83,9 @@ func isolatedGo(t *testing.T) fileProxy {
 	t.Setenv("GOMODCACHE", modCache)
 	t.Setenv("GOTOOLCHAIN", "local")
 	t.Setenv("GOFLAGS", "-mod=mod")
+	// The repository's go.work would put commands run here in workspace
+	// mode, which takes no -mod=mod.
+	t.Setenv("GOWORK", "off")
 	t.Cleanup(func() {
 		cmd := exec.Command("go", "clean", "-modcache")
 		cmd.Env = append(os.Environ(), "GOMODCACHE="+modCache)
