@@ -165,10 +165,10 @@ func OpenCloudDriver(ctx context.Context, p *profile.Profile, kubeconfig string)
 	if err != nil {
 		return nil, nil, &SetupError{Step: "checking the cloud driver", Err: err}
 	}
-	done = func() { os.RemoveAll(scratch) }
+	cleanup := func() { os.RemoveAll(scratch) }
 	defer func() {
 		if err != nil {
-			done()
+			cleanup()
 		}
 	}()
 	if kubeconfig == "" {
@@ -191,7 +191,7 @@ func OpenCloudDriver(ctx context.Context, p *profile.Profile, kubeconfig string)
 	if err != nil {
 		return nil, nil, bad(err)
 	}
-	return drv, done, nil
+	return drv, cleanup, nil
 }
 
 // checkInput validates everything that needs no cluster, so that bad input
