@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/simctl"
 )
 
@@ -56,8 +57,9 @@ const (
 // ProtocolVersion is the protocol this driver speaks.
 const ProtocolVersion = "v1"
 
-// errNotFound marks errors for which the driver exits with ExitNotFound.
-var errNotFound = errors.New("not found")
+// errNotFound marks errors for which the driver exits with ExitNotFound
+// (the SDK's, which drivers built on driversdk.Driver share).
+var errNotFound = driversdk.ErrNotFound
 
 // Main runs one driver call: args are the verb words, stdin holds the
 // request. It returns the process exit code.
