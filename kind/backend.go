@@ -71,7 +71,7 @@ const kindClusterLabel = "io.x-k8s.kind.cluster"
 // Options configure the backend. Every field has a default.
 type Options struct {
 	// NodeImage is the node image to run. Default $CCM_CONFORMANCE_KIND_NODE_IMAGE,
-	// else the image nodeimage.Ensure builds (or finds) with
+	// else the image nodeimage.Resolve picks (published, or built) with
 	// NodeImageOptions. A named image must hold etcd EtcdImageTag.
 	NodeImage string
 	// EtcdImageTag is the etcd image tag of a named NodeImage. Default
@@ -215,13 +215,16 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	}
 
 	if opts.NodeImage != "" {
-		c.image = nodeimage.Image{Tag: opts.NodeImage, EtcdImageTag: opts.EtcdImageTag}
+		c.image = nodeimage.Image{Tag: opts.NodeImage, EtcdImageTag: opts.EtcdImageTag, Source: nodeimage.SourceNamed}
 	} else {
 		nio := opts.NodeImageOptions
 		if nio.Progress == nil {
 			nio.Progress = progress
 		}
-		img, err := nodeimage.Ensure(ctx, nio)
+		if nio.Getenv == nil {
+			nio.Getenv = opts.Getenv
+		}
+		img, err := nodeimage.Resolve(ctx, nio)
 		if err != nil {
 			return nil, fmt.Errorf("kind: %w", err)
 		}
@@ -519,11 +522,12 @@ func (c *Cluster) NodeImage() nodeimage.Image { return c.image }
 // did.
 func (c *Cluster) Metadata() map[string]string {
 	m := map[string]string{
-		"kind.version":    nodeimage.KindVersion,
-		"kind.cluster":    c.name,
-		"kind.nodeImage":  c.image.Tag,
-		"kind.privileged": "true",
-		"kind.podRoutes":  "backend",
+		"kind.version":         nodeimage.KindVersion,
+		"kind.cluster":         c.name,
+		"kind.nodeImage":       c.image.Tag,
+		"kind.nodeImageSource": string(c.image.Source),
+		"kind.privileged":      "true",
+		"kind.podRoutes":       "backend",
 	}
 	if c.cloudRoutesPods {
 		m["kind.podRoutes"] = "cloud"

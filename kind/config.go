@@ -35,7 +35,8 @@ type clusterConfigInput struct {
 	Workers int
 	// IPFamilies: "IPv4", "IPv6" or both; default IPv4.
 	IPFamilies []string
-	// EtcdImageTag is the tag of the etcd image the node image holds.
+	// EtcdImageTag is the tag of the etcd image the node image holds;
+	// "" leaves kubeadm's own (a published kindest/node image holds it).
 	EtcdImageTag string
 }
 
@@ -103,14 +104,11 @@ func dropProviderIDPatch() string {
 // taint until the CCM under test initializes them; kubelets without
 // kind's own provider ID, which the CCM sets; no default CNI (the
 // backend writes a static one per node) and no CoreDNS (no suite needs
-// it, and its image is not built); kubeadm pointed at the node image's
-// etcd; kubelet allowed on cgroup v1.
+// it, and its image is not built); kubeadm pointed at the etcd of a
+// node image built here; kubelet allowed on cgroup v1.
 func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 	if in.Workers < 0 {
 		return nil, fmt.Errorf("%d workers", in.Workers)
-	}
-	if in.EtcdImageTag == "" {
-		return nil, fmt.Errorf("no etcd image tag")
 	}
 	family, err := ipFamily(in.IPFamilies)
 	if err != nil {
@@ -128,12 +126,15 @@ func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 		},
 		Nodes: []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
 		KubeadmConfigPatches: []string{
-			fmt.Sprintf("apiVersion: kubeadm.k8s.io/%s\nkind: ClusterConfiguration\netcd:\n  local:\n    imageTag: %q\n", kubeadmAPI, in.EtcdImageTag),
 			"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\n",
 		},
 		KubeadmConfigPatchesJSON6902: externalCloudProviderPatches(
 			argPatch("/controllerManager/extraArgs", "node-monitor-grace-period", NodeMonitorGracePeriod),
 			"- op: add\n  path: /skipPhases/-\n  value: addon/coredns\n"),
+	}
+	if in.EtcdImageTag != "" {
+		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches,
+			fmt.Sprintf("apiVersion: kubeadm.k8s.io/%s\nkind: ClusterConfiguration\netcd:\n  local:\n    imageTag: %q\n", kubeadmAPI, in.EtcdImageTag))
 	}
 	for i := 0; i < in.Workers; i++ {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})

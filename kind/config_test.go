@@ -35,6 +35,14 @@ func TestClusterConfig(t *testing.T) {
 			t.Errorf("merge patches lack %q:\n%s", want, patches)
 		}
 	}
+	// A published node image holds kubeadm's own etcd: no etcd patch.
+	published, err := clusterConfig(clusterConfigInput{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.Join(published.KubeadmConfigPatches, "\n---\n"); strings.Contains(p, "etcd") || !strings.Contains(p, "failCgroupV1: false") {
+		t.Errorf("without an etcd image tag, merge patches:\n%s", p)
+	}
 	// Each JSON 6902 patch must parse as a list of operations on the
 	// kubeadm v1beta4 kind it names.
 	type op struct {
@@ -132,7 +140,6 @@ func TestClusterConfigIPFamilies(t *testing.T) {
 	for _, bad := range []clusterConfigInput{
 		{IPFamilies: []string{"ipv4"}, EtcdImageTag: "x"},
 		{Workers: -1, EtcdImageTag: "x"},
-		{},
 	} {
 		if _, err := clusterConfig(bad); err == nil {
 			t.Errorf("%+v accepted", bad)

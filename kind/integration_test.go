@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
+	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
 )
 
 // uninitializedTaint is the taint a kubelet with --cloud-provider=external
@@ -68,6 +69,14 @@ func TestIntegrationKindClusterComesUp(t *testing.T) {
 		}
 	}()
 	t.Logf("cluster %s up in %s; metadata %v", name, time.Since(start).Round(time.Second), kc.Metadata())
+	// The run's metadata says which path the node image took: here, where
+	// no registry answers, the offline build after a failed pull.
+	switch src := nodeimage.Source(kc.Metadata()["kind.nodeImageSource"]); src {
+	case nodeimage.SourceBuilt, nodeimage.SourceBuiltCached, nodeimage.SourcePublishedPulled, nodeimage.SourcePublishedInDocker:
+		t.Logf("node image: %s", src)
+	default:
+		t.Errorf("kind.nodeImageSource %q", src)
+	}
 
 	containers := docker(t, "ps", "-a", "-q", "--filter", "label="+kindClusterLabel+"="+name)
 	if len(containers) != 2 {

@@ -126,6 +126,12 @@ type Options struct {
 	Progress io.Writer
 	// ProgressInterval: default DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Published is the repository of published node images Resolve
+	// tries first (REPOSITORY:KUBERNETES_VERSION). Default
+	// $CCM_CONFORMANCE_KIND_PUBLISHED, else DefaultPublishedRepository;
+	// PublishedOff always builds. An EtcdVersion of its own also builds:
+	// a published image holds kubeadm's etcd.
+	Published string
 	// Getenv looks up environment overrides. Default os.Getenv.
 	Getenv func(string) string
 }
@@ -244,8 +250,14 @@ type Image struct {
 	// Built says whether this call built it (false: it was cached).
 	Built bool
 	// EtcdImageTag is the etcd image tag it holds, for kubeadm's
-	// etcd.local.imageTag.
+	// etcd.local.imageTag; "" for a published image, which holds
+	// kubeadm's own.
 	EtcdImageTag string
+	// Published says it is a published kindest/node image (Resolve), not
+	// one built here.
+	Published bool
+	// Source says where it came from (Resolve).
+	Source Source
 }
 
 // EtcdImageTag is the tag of the etcd image made from etcd version v
