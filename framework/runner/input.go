@@ -58,13 +58,8 @@ func CheckProfile(ctx context.Context, opts CheckOptions) (*Checked, error) {
 	if err != nil {
 		return nil, &InputError{err}
 	}
-	if b := p.CCM.Binary; b != nil && b.Module == nil {
-		if err := checkExecutable(p.ResolvePath(b.Path)); err != nil {
-			return nil, &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
-		}
-	}
-	if opts.Backend != nil && p.CCM.Deployed != nil && opts.Backend.SimulatesNodes() {
-		return nil, &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; pass that cluster with --kubeconfig", p.Path, opts.Backend.Name())}
+	if err := checkCCMInput(p, opts.Backend); err != nil {
+		return nil, err
 	}
 	for i, s := range p.Services {
 		if err := checkExecutable(p.ResolvePath(s.Command[0])); err != nil {
@@ -79,12 +74,8 @@ func CheckProfile(ctx context.Context, opts CheckOptions) (*Checked, error) {
 		}
 	}
 	checked := &Checked{Profile: p}
-	if img := p.CCM.Image; img != nil {
-		info, err := ccm.InspectImage(ctx, "", img.Reference)
-		if err != nil {
-			return nil, &InputError{fmt.Errorf("profile %s: ccm.image: %w", p.Path, err)}
-		}
-		checked.Image = &info
+	if checked.Image, err = inspectCCMImage(ctx, p); err != nil {
+		return nil, err
 	}
 	if checked.Driver, err = checkDriver(ctx, p); err != nil {
 		return nil, err

@@ -190,7 +190,7 @@ func runLane(ctx context.Context, opts Options, checked *Checked) error {
 		image = &pinned
 	}
 	ccmBinary := lane.CCMBinary
-	if ccmBinary == "" && p.CCM.Binary != nil {
+	if ccmBinary == "" {
 		var err error
 		if ccmBinary, err = CCMExecutable(ctx, p, opts.progressOut()); err != nil {
 			return err

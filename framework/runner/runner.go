@@ -212,9 +212,6 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if checked.CCMBinary, err = CCMExecutable(ctx, p, opts.progressOut()); err != nil {
 		return nil, err
 	}
-	if m := p.CCM.Binary; m != nil && m.Module != nil {
-		fmt.Fprintf(opts.Out, "[ccm-conformance] the CCM, built from %s@%s (ccm.binary.module): %s\n", m.Module.Path, m.Module.Version, checked.CCMBinary)
-	}
 	runID, err := newRunID()
 	if err != nil {
 		return nil, &SetupError{Step: "run ID", Err: err}
@@ -234,13 +231,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	for _, c := range p.Capabilities {
 		info.Capabilities = append(info.Capabilities, string(c))
 	}
-	if checked.CCMBinary != "" {
-		recordCCMBinary(&info, checked.CCMBinary, opts.Out)
-	}
-	if img := checked.Image; img != nil {
-		info.CCMImage = img.Reference
-		info.CCMDigest = img.Digest()
-	}
+	recordCCMIdentity(&info, checked, opts.Out)
 	for _, o := range opts.Observers {
 		if oerr := o.RunStarted(info); oerr != nil {
 			return nil, &SetupError{Step: "reports", Err: oerr}

@@ -1,15 +1,12 @@
 package runner
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,10 +67,9 @@ type world struct {
 
 	// expander is the run's own (services, cloud driver); ccmExpander the
 	// main CCM's, instance 0, kept so that a restart gets the same ports.
-	expander     *profile.Expander
-	ccmExpander  *profile.Expander
-	lastInstance int // the number of the last extra CCM instance started
-	cluster      cluster.Cluster
+	expander    *profile.Expander
+	ccmExpander *profile.Expander
+	cluster     cluster.Cluster
 	// emulation is the minor the API server emulates when it is older
 	// than its release (emulatedMinor), else "".
 	emulation string
@@ -81,14 +77,11 @@ type world struct {
 	client    kubernetes.Interface
 	driver    *clouddriver.Driver
 	watch     *framework.Watch
-	ccm       *mainCCM
-	deployed  *ccm.Deployed
-	machines  *framework.Machines
-	kubelets  *nodes.Pool
-	nodes     []string // the simulated nodes registered at setup
-	// awaitingCCM are the nodes that carried the uninitialized taint when
-	// the CCM was deployed (real nodes only).
-	awaitingCCM []string
+	// ccm runs the CCM under test (chooseCCM); nil until it is up.
+	ccm      ccmLauncher
+	machines *framework.Machines
+	kubelets *nodes.Pool
+	nodes    []string // the simulated nodes registered at setup
 	// echoRef is the echo server image to load into nodes that take
 	// images; echoImage is the one loaded, or "".
 	echoRef, echoImage string
@@ -330,81 +323,13 @@ func (w *world) startDriver(ctx context.Context) error {
 	return nil
 }
 
+// startCCM starts the CCM under test in the mode chooseCCM picks.
 func (w *world) startCCM(ctx context.Context) error {
-	if d := w.profile.CCM.Deployed; d != nil {
-		w.deployed = &ccm.Deployed{Client: w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container}
-		if err := w.deployed.WaitReady(ctx); err != nil {
-			return &SetupError{Step: "ccm", Err: err}
-		}
-		w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
-		return nil
+	l := chooseCCM(w)
+	if err := l.start(ctx); err != nil {
+		return err
 	}
-	if loader, ok := w.cluster.(cluster.ImageLoader); ok && w.profile.CCM.Image != nil {
-		return w.deployCCMImage(ctx, loader)
-	}
-	if w.profile.CCM.Image != nil {
-		// A harness killed with SIGKILL could not remove its containers.
-		removed, err := ccm.RemoveOrphans(ctx, "")
-		if len(removed) > 0 {
-			w.logf("removed %d CCM containers whose harness is gone: %s", len(removed), strings.Join(removed, ", "))
-		}
-		if err != nil {
-			w.logf("removing CCM containers whose harness is gone: %v", err)
-		}
-	}
-	p, err := w.startCCMInstance(ctx, "", w.ccmExpander, nil)
-	if err != nil {
-		return &SetupError{Step: "ccm", Err: err}
-	}
-	w.ccm = &mainCCM{current: p}
-	w.onTeardown("stop ccm", w.ccm.Stop)
-	return nil
-}
-
-// deployCCMImage loads the profile's CCM image into the cluster's nodes
-// and deploys it there (ccm.StandardDeployment: a ServiceAccount, its
-// RBAC and a Deployment on the control plane, leader election on). The
-// nodes that await the CCM's initialization at that moment are recorded,
-// so that specs can see the CCM act on them.
-func (w *world) deployCCMImage(ctx context.Context, loader cluster.ImageLoader) error {
-	img := w.profile.CCM.Image
-	// The tag, not the ID: an image saved by ID has no name in the nodes.
-	if err := loader.LoadImage(ctx, img.Reference); err != nil {
-		return &SetupError{Step: "ccm image", Err: err}
-	}
-	args, err := w.ccmExpander.ExpandAll(img.Args)
-	if err != nil {
-		return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.args: %w", err)}
-	}
-	env := map[string]string{}
-	for k, v := range img.Env {
-		if env[k], err = w.ccmExpander.Expand(v); err != nil {
-			return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.env %s: %w", k, err)}
-		}
-	}
-	w.info.CCMEnv = slices.Sorted(maps.Keys(env))
-	if w.awaitingCCM, err = framework.UninitializedNodes(ctx, w.client); err != nil {
-		return &SetupError{Step: "ccm", Err: err}
-	}
-	d := ccm.StandardDeployment{Image: img.Reference, Args: args, Env: env, RunID: w.runID}
-	if err := d.Apply(ctx, w.client); err != nil {
-		return &SetupError{Step: "ccm deployment", Err: err}
-	}
-	w.onTeardown("delete the CCM's deployment", func(ctx context.Context) error {
-		// The pods' logs go with them: keep them first.
-		logs, err := d.Deployed(w.client).Log(ctx)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(w.logDir, "ccm.log"), []byte(logs), 0o644)
-		}
-		return errors.Join(err, d.Delete(ctx, w.client))
-	})
-	w.logf("deployed the CCM image %s into the cluster (Deployment %s/%s, pods %q): %s",
-		img.Reference, cmp.Or(d.Namespace, ccm.StandardNamespace), cmp.Or(d.Name, ccm.StandardName), d.Selector(), strings.Join(d.ContainerArgs(), " "))
-	if err := d.WaitAvailable(ctx, w.client, w.profile.Timeout(profile.CCMReady)); err != nil {
-		return &SetupError{Step: "ccm", Err: err}
-	}
-	w.deployed = d.Deployed(w.client)
-	w.logf("the CCM's pod is available; %d nodes await its initialization: %s", len(w.awaitingCCM), strings.Join(w.awaitingCCM, ", "))
+	w.ccm = l
 	return nil
 }
 
@@ -421,174 +346,6 @@ func (w *world) loadEchoImage(ctx context.Context, loader cluster.ImageLoader) e
 	}
 	w.echoImage = ref
 	return nil
-}
-
-// startCCMInstance starts an instance of the profile's CCM with extraArgs
-// appended and waits until it is healthy. The main instance has name ""
-// and expander w.ccmExpander (${INSTANCE} 0); each extra one an expander of
-// its own, so that its ${INSTANCE} and ports differ.
-func (w *world) startCCMInstance(ctx context.Context, name string, e *profile.Expander, extraArgs []string) (*ccm.Process, error) {
-	logName, label := "ccm.log", "ccm"
-	if name != "" {
-		logName, label = "ccm-"+name+".log", "ccm "+name
-	}
-	profileArgs, profileEnv, fieldPath := w.profile.CCM.Command()
-	args, err := e.ExpandAll(profileArgs)
-	if err != nil {
-		return nil, fmt.Errorf("%s.args: %w", fieldPath, err)
-	}
-	args = append(args, extraArgs...)
-	logPath := filepath.Join(w.logDir, logName)
-	var p *ccm.Process
-	if img := w.profile.CCM.Image; img != nil {
-		// The container's environment is the profile's alone.
-		env, err := e.Env(profileEnv)
-		if err != nil {
-			return nil, fmt.Errorf("%s.env: %w", fieldPath, err)
-		}
-		if e.Instance() == 0 {
-			w.info.CCMEnv = profile.EnvNames(env)
-		}
-		p, err = w.startCCMContainer(name, label, img.Reference, args, env, logPath)
-		if err != nil {
-			return nil, err
-		}
-		w.logf("started %s in container %s (label %s=%s): %s", label, p.Container(), ccm.LabelRun, w.runID, p.CommandLine())
-	} else {
-		path, err := e.Expand(w.ccmBinary)
-		if err != nil {
-			return nil, fmt.Errorf("ccm.binary.path: %w", err)
-		}
-		env, err := e.Environ(profileEnv)
-		if err != nil {
-			return nil, fmt.Errorf("%s.env: %w", fieldPath, err)
-		}
-		if e.Instance() == 0 {
-			w.info.CCMEnv = profile.EnvNames(env)
-		}
-		p, err = ccm.StartBinary(ccm.BinaryOptions{
-			Name:       label,
-			Path:       w.profile.ResolvePath(path),
-			Args:       args,
-			Env:        env,
-			Kubeconfig: w.cluster.Kubeconfig(),
-			LogPath:    logPath,
-		})
-		if err != nil {
-			return nil, err
-		}
-		w.logf("started %s (pid %d): %s", label, p.Pid(), p.CommandLine())
-	}
-	if err := p.WaitReady(ctx, w.profile.Timeout(profile.CCMReady), ccmHealthPoll); err != nil {
-		_ = p.Stop(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	w.logf("%s healthy on port %d", label, p.SecurePort())
-	return p, nil
-}
-
-// startCCMContainer runs the profile's image with Docker on the host
-// network. The container's name is unique to the run, the world and the
-// instance; its labels say which run it belongs to, so that whatever a
-// run leaves can be found.
-func (w *world) startCCMContainer(name, label, reference string, args, env []string, logPath string) (*ccm.Process, error) {
-	instance := name
-	if instance == "" {
-		instance = "main"
-	}
-	parts := []string{"ccm-conformance", w.runID}
-	if w.worldName != "" {
-		parts = append(parts, w.worldName)
-	}
-	containerName := containerNameFor(append(parts, instance)...)
-	image := reference
-	if w.image != nil && w.image.ID != "" {
-		image = w.image.ID
-	}
-	labels := map[string]string{ccm.LabelRun: w.runID, ccm.LabelInstance: instance, ccm.LabelImage: reference}
-	if w.worldName != "" {
-		labels[labelWorld] = w.worldName
-	}
-	return ccm.StartImage(ccm.ImageOptions{
-		Name:       label,
-		Image:      image,
-		Args:       args,
-		Env:        env,
-		Kubeconfig: w.cluster.Kubeconfig(),
-		LogPath:    logPath,
-		FilesDir:   filepath.Join(w.runDir, "container-"+containerName),
-		Container:  containerName,
-		Labels:     labels,
-	})
-}
-
-// labelWorld names the world (lane) of a run a container belongs to.
-const labelWorld = "ccm-conformance.world"
-
-// containerNameFor joins parts into a Docker container name: characters a
-// name cannot have become "-".
-func containerNameFor(parts ...string) string {
-	name := strings.Join(parts, "-")
-	var b strings.Builder
-	for _, r := range name {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
-
-// mainCCM is the CCM instance the world started; specs may stop and
-// restart it, so it is reached through this handle. Its log file stays the
-// same.
-type mainCCM struct {
-	mu      sync.Mutex
-	current *ccm.Process
-}
-
-func (m *mainCCM) get() *ccm.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.current
-}
-
-func (m *mainCCM) Log(ctx context.Context) (string, error) { return m.get().Log(ctx) }
-
-func (m *mainCCM) Stop(ctx context.Context) error { return m.get().Stop(ctx) }
-
-// ccmInstances implements framework.CCMs for the world.
-type ccmInstances struct{ w *world }
-
-func (c ccmInstances) Start(ctx context.Context, name string, extraArgs []string) (*ccm.Process, error) {
-	if name == "" {
-		return nil, errors.New("an extra CCM instance needs a name")
-	}
-	c.w.lastInstance++
-	p, err := c.w.startCCMInstance(ctx, name, c.w.expander.ForInstance(c.w.lastInstance), extraArgs)
-	if err != nil {
-		return nil, err
-	}
-	c.w.onTeardown("stop ccm "+name, p.Stop)
-	return p, nil
-}
-
-func (c ccmInstances) StopMain(ctx context.Context) (func(context.Context) error, error) {
-	if err := c.w.ccm.Stop(ctx); err != nil {
-		return nil, err
-	}
-	c.w.logf("stopped the main CCM for a spec")
-	return func(ctx context.Context) error {
-		p, err := c.w.startCCMInstance(ctx, "", c.w.ccmExpander, nil)
-		if err != nil {
-			return err
-		}
-		c.w.ccm.mu.Lock()
-		c.w.ccm.current = p
-		c.w.ccm.mu.Unlock()
-		return nil
-	}, nil
 }
 
 // registerNodes creates the profile's simulated machines: one cloud
@@ -693,13 +450,14 @@ func (w *world) framework() *framework.Framework {
 		f.Machines = w.machines
 	}
 	if w.ccm != nil {
-		f.CCM = w.ccm
-		f.CCMInstances = ccmInstances{w}
+		f.CCM = w.ccm.logs()
+		if l, ok := w.ccm.(ccmInstanceLauncher); ok {
+			f.CCMInstances = l.instances()
+		}
+		if l, ok := w.ccm.(ccmNodeWatcher); ok {
+			f.NodesAwaitingCCM = l.awaitingNodes()
+		}
 	}
-	if w.deployed != nil {
-		f.CCM = w.deployed
-	}
-	f.NodesAwaitingCCM = w.awaitingCCM
 	f.EchoImage = w.echoImage
 	f.KubernetesVersion = w.info.KubernetesVersion
 	f.KubernetesEmulation = w.emulation

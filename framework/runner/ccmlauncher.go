@@ -1,0 +1,438 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
+	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+)
+
+// The CCM under test runs in one of four modes, chosen once per world by
+// chooseCCM from the profile and the cluster's capabilities:
+//
+//	ccm.binary                              a process on the harness's host (binaryCCM)
+//	ccm.image, on a cluster that loads images the standard Deployment in the cluster (deploymentCCM)
+//	ccm.image, on any other cluster          a container beside the cluster (containerCCM)
+//	ccm.deployed                            already running in the cluster (deployedCCM)
+//
+// Nothing else in a world branches on the mode: the world starts what was
+// chosen and asks it, by type, for the optional capabilities below, as it
+// asks the cluster for its own.
+
+// ccmLauncher brings up the main CCM of a world.
+type ccmLauncher interface {
+	// start brings the main CCM up and returns once it is ready, having
+	// registered on the world the teardown of what it started.
+	start(ctx context.Context) error
+	// logs is the CCM the specs read.
+	logs() framework.CCMLogs
+}
+
+// ccmInstanceLauncher is a launcher that also starts extra instances of
+// the CCM and restarts the main one, as the leader migration specs need;
+// where the launcher lacks it, those specs skip.
+type ccmInstanceLauncher interface {
+	instances() framework.CCMs
+}
+
+// ccmNodeWatcher is a launcher that recorded which of the cluster's real
+// nodes awaited the CCM's initialization when it started the CCM, so that
+// a spec can see the CCM act on them (framework.NodesAwaitingCCM).
+type ccmNodeWatcher interface {
+	awaitingNodes() []string
+}
+
+// checkCCMInput refuses, before anything starts, a CCM the run could not
+// start: a ccm.binary.path that is no executable, or ccm.deployed on a
+// backend whose new cluster has no CCM deployed.
+func checkCCMInput(p *profile.Profile, backend cluster.Backend) error {
+	if b := p.CCM.Binary; b != nil && b.Module == nil {
+		if err := checkExecutable(p.ResolvePath(b.Path)); err != nil {
+			return &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
+		}
+	}
+	if backend != nil && p.CCM.Deployed != nil && backend.SimulatesNodes() {
+		return &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; pass that cluster with --kubeconfig", p.Path, backend.Name())}
+	}
+	return nil
+}
+
+// inspectCCMImage is what the Docker engine knows of ccm.image, or nil for
+// a CCM of another mode.
+func inspectCCMImage(ctx context.Context, p *profile.Profile) (*ccm.ImageInfo, error) {
+	img := p.CCM.Image
+	if img == nil {
+		return nil, nil
+	}
+	info, err := ccm.InspectImage(ctx, "", img.Reference)
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("profile %s: ccm.image: %w", p.Path, err)}
+	}
+	return &info, nil
+}
+
+// recordCCMIdentity puts into the run's info what names the CCM that ran:
+// the executable with its digest and module, or the image with its digest.
+// A CCM already deployed is known by its pods only.
+func recordCCMIdentity(info *RunInfo, checked *Checked, out io.Writer) {
+	if m := checked.Profile.CCM.Binary; m != nil && m.Module != nil {
+		fmt.Fprintf(out, "[ccm-conformance] the CCM, built from %s@%s (ccm.binary.module): %s\n", m.Module.Path, m.Module.Version, checked.CCMBinary)
+	}
+	if checked.CCMBinary != "" {
+		recordCCMBinary(info, checked.CCMBinary, out)
+	}
+	if img := checked.Image; img != nil {
+		info.CCMImage = img.Reference
+		info.CCMDigest = img.Digest()
+	}
+}
+
+// chooseCCM picks the launcher of the world's CCM.
+func chooseCCM(w *world) ccmLauncher {
+	c := w.profile.CCM
+	switch {
+	case c.Deployed != nil:
+		return &deployedCCM{w: w}
+	case c.Image != nil:
+		if loader, ok := w.cluster.(cluster.ImageLoader); ok {
+			return &deploymentCCM{w: w, loader: loader}
+		}
+		return &processCCM{w: w, starter: containerCCM{w: w}}
+	default:
+		return &processCCM{w: w, starter: binaryCCM{w: w}}
+	}
+}
+
+// deployedCCM is a CCM that already runs in the cluster (ccm.deployed):
+// the harness only waits for its pods and reads their logs.
+type deployedCCM struct {
+	w        *world
+	deployed *ccm.Deployed
+}
+
+func (l *deployedCCM) start(ctx context.Context) error {
+	d := l.w.profile.CCM.Deployed
+	l.deployed = &ccm.Deployed{Client: l.w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container}
+	if err := l.deployed.WaitReady(ctx); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	l.w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
+	return nil
+}
+
+func (l *deployedCCM) logs() framework.CCMLogs { return l.deployed }
+
+// deploymentCCM loads the profile's CCM image into the cluster's nodes and
+// deploys it there (ccm.StandardDeployment: a ServiceAccount, its RBAC and
+// a Deployment on the control plane, leader election on). The nodes that
+// await the CCM's initialization at that moment are recorded, so that
+// specs can see the CCM act on them.
+type deploymentCCM struct {
+	w        *world
+	loader   cluster.ImageLoader
+	deployed *ccm.Deployed
+	awaiting []string
+}
+
+func (l *deploymentCCM) start(ctx context.Context) error {
+	w := l.w
+	img := w.profile.CCM.Image
+	// The tag, not the ID: an image saved by ID has no name in the nodes.
+	if err := l.loader.LoadImage(ctx, img.Reference); err != nil {
+		return &SetupError{Step: "ccm image", Err: err}
+	}
+	args, err := w.ccmExpander.ExpandAll(img.Args)
+	if err != nil {
+		return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.args: %w", err)}
+	}
+	env := map[string]string{}
+	for k, v := range img.Env {
+		if env[k], err = w.ccmExpander.Expand(v); err != nil {
+			return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.env %s: %w", k, err)}
+		}
+	}
+	w.info.CCMEnv = slices.Sorted(maps.Keys(env))
+	if l.awaiting, err = framework.UninitializedNodes(ctx, w.client); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	d := ccm.StandardDeployment{Image: img.Reference, Args: args, Env: env, RunID: w.runID}
+	if err := d.Apply(ctx, w.client); err != nil {
+		return &SetupError{Step: "ccm deployment", Err: err}
+	}
+	w.onTeardown("delete the CCM's deployment", func(ctx context.Context) error {
+		// The pods' logs go with them: keep them first.
+		logs, err := d.Deployed(w.client).Log(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(w.logDir, "ccm.log"), []byte(logs), 0o644)
+		}
+		return errors.Join(err, d.Delete(ctx, w.client))
+	})
+	w.logf("deployed the CCM image %s into the cluster (Deployment %s/%s, pods %q): %s",
+		img.Reference, cmp.Or(d.Namespace, ccm.StandardNamespace), cmp.Or(d.Name, ccm.StandardName), d.Selector(), strings.Join(d.ContainerArgs(), " "))
+	if err := d.WaitAvailable(ctx, w.client, w.profile.Timeout(profile.CCMReady)); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	l.deployed = d.Deployed(w.client)
+	w.logf("the CCM's pod is available; %d nodes await its initialization: %s", len(l.awaiting), strings.Join(l.awaiting, ", "))
+	return nil
+}
+
+func (l *deploymentCCM) logs() framework.CCMLogs { return l.deployed }
+func (l *deploymentCCM) awaitingNodes() []string { return l.awaiting }
+
+// processCCM runs the CCM as processes the harness owns, on its host: the
+// main instance, extra instances and restarts of the main one. starter
+// says how one instance is started (binaryCCM or containerCCM).
+type processCCM struct {
+	w       *world
+	starter processStarter
+	main    *mainCCM
+	// lastInstance is the number of the last extra instance started.
+	lastInstance int
+}
+
+// processStarter starts one instance of the CCM as a process.
+type processStarter interface {
+	// prepare runs once, before the main instance starts.
+	prepare(ctx context.Context)
+	// startProcess starts an instance; name is "" for the main one.
+	startProcess(in instanceInput) (*ccm.Process, error)
+}
+
+// instanceInput is one instance's command line and where it logs.
+type instanceInput struct {
+	name, label string
+	args        []string
+	profileEnv  map[string]string
+	envField    string
+	expander    *profile.Expander
+	logPath     string
+}
+
+func (l *processCCM) start(ctx context.Context) error {
+	l.starter.prepare(ctx)
+	p, err := l.startInstance(ctx, "", l.w.ccmExpander, nil)
+	if err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	l.main = &mainCCM{current: p}
+	l.w.onTeardown("stop ccm", l.main.Stop)
+	return nil
+}
+
+func (l *processCCM) logs() framework.CCMLogs { return l.main }
+
+func (l *processCCM) instances() framework.CCMs { return ccmInstances{l} }
+
+// startInstance starts an instance of the profile's CCM with extraArgs
+// appended and waits until it is healthy. The main instance has name ""
+// and expander w.ccmExpander (${INSTANCE} 0); each extra one an expander of
+// its own, so that its ${INSTANCE} and ports differ.
+func (l *processCCM) startInstance(ctx context.Context, name string, e *profile.Expander, extraArgs []string) (*ccm.Process, error) {
+	w := l.w
+	logName, label := "ccm.log", "ccm"
+	if name != "" {
+		logName, label = "ccm-"+name+".log", "ccm "+name
+	}
+	profileArgs, profileEnv, fieldPath := w.profile.CCM.Command()
+	args, err := e.ExpandAll(profileArgs)
+	if err != nil {
+		return nil, fmt.Errorf("%s.args: %w", fieldPath, err)
+	}
+	p, err := l.starter.startProcess(instanceInput{
+		name: name, label: label,
+		args:       append(args, extraArgs...),
+		profileEnv: profileEnv, envField: fieldPath + ".env",
+		expander: e,
+		logPath:  filepath.Join(w.logDir, logName),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitReady(ctx, w.profile.Timeout(profile.CCMReady), ccmHealthPoll); err != nil {
+		_ = p.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	w.logf("%s healthy on port %d", label, p.SecurePort())
+	return p, nil
+}
+
+// binaryCCM runs ccm.binary (the profile's path, or the binary built from
+// its module) as a child process.
+type binaryCCM struct{ w *world }
+
+func (binaryCCM) prepare(context.Context) {}
+
+func (s binaryCCM) startProcess(in instanceInput) (*ccm.Process, error) {
+	w := s.w
+	path, err := in.expander.Expand(w.ccmBinary)
+	if err != nil {
+		return nil, fmt.Errorf("ccm.binary.path: %w", err)
+	}
+	env, err := in.expander.Environ(in.profileEnv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in.envField, err)
+	}
+	if in.expander.Instance() == 0 {
+		w.info.CCMEnv = profile.EnvNames(env)
+	}
+	p, err := ccm.StartBinary(ccm.BinaryOptions{
+		Name:       in.label,
+		Path:       w.profile.ResolvePath(path),
+		Args:       in.args,
+		Env:        env,
+		Kubeconfig: w.cluster.Kubeconfig(),
+		LogPath:    in.logPath,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.logf("started %s (pid %d): %s", in.label, p.Pid(), p.CommandLine())
+	return p, nil
+}
+
+// containerCCM runs ccm.image with Docker on the host network. A
+// container's name is unique to the run, the world and the instance; its
+// labels say which run it belongs to, so that whatever a run leaves can be
+// found.
+type containerCCM struct{ w *world }
+
+// prepare removes the CCM containers of runs whose harness is gone: one
+// killed with SIGKILL could not remove its own.
+func (s containerCCM) prepare(ctx context.Context) {
+	removed, err := ccm.RemoveOrphans(ctx, "")
+	if len(removed) > 0 {
+		s.w.logf("removed %d CCM containers whose harness is gone: %s", len(removed), strings.Join(removed, ", "))
+	}
+	if err != nil {
+		s.w.logf("removing CCM containers whose harness is gone: %v", err)
+	}
+}
+
+func (s containerCCM) startProcess(in instanceInput) (*ccm.Process, error) {
+	w := s.w
+	// The container's environment is the profile's alone.
+	env, err := in.expander.Env(in.profileEnv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in.envField, err)
+	}
+	if in.expander.Instance() == 0 {
+		w.info.CCMEnv = profile.EnvNames(env)
+	}
+	instance := cmp.Or(in.name, "main")
+	parts := []string{"ccm-conformance", w.runID}
+	if w.worldName != "" {
+		parts = append(parts, w.worldName)
+	}
+	containerName := containerNameFor(append(parts, instance)...)
+	reference := w.profile.CCM.Image.Reference
+	image := reference
+	if w.image != nil && w.image.ID != "" {
+		image = w.image.ID
+	}
+	labels := map[string]string{ccm.LabelRun: w.runID, ccm.LabelInstance: instance, ccm.LabelImage: reference}
+	if w.worldName != "" {
+		labels[labelWorld] = w.worldName
+	}
+	p, err := ccm.StartImage(ccm.ImageOptions{
+		Name:       in.label,
+		Image:      image,
+		Args:       in.args,
+		Env:        env,
+		Kubeconfig: w.cluster.Kubeconfig(),
+		LogPath:    in.logPath,
+		FilesDir:   filepath.Join(w.runDir, "container-"+containerName),
+		Container:  containerName,
+		Labels:     labels,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.logf("started %s in container %s (label %s=%s): %s", in.label, p.Container(), ccm.LabelRun, w.runID, p.CommandLine())
+	return p, nil
+}
+
+// labelWorld names the world (lane) of a run a container belongs to.
+const labelWorld = "ccm-conformance.world"
+
+// containerNameFor joins parts into a Docker container name: characters a
+// name cannot have become "-".
+func containerNameFor(parts ...string) string {
+	name := strings.Join(parts, "-")
+	var b strings.Builder
+	for _, r := range name {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// mainCCM is the main CCM instance a processCCM started; specs may stop
+// and restart it, so it is reached through this handle. Its log file stays
+// the same.
+type mainCCM struct {
+	mu      sync.Mutex
+	current *ccm.Process
+}
+
+func (m *mainCCM) get() *ccm.Process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.current
+}
+
+func (m *mainCCM) set(p *ccm.Process) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.current = p
+}
+
+func (m *mainCCM) Log(ctx context.Context) (string, error) { return m.get().Log(ctx) }
+
+func (m *mainCCM) Stop(ctx context.Context) error { return m.get().Stop(ctx) }
+
+// ccmInstances implements framework.CCMs for a processCCM.
+type ccmInstances struct{ l *processCCM }
+
+func (c ccmInstances) Start(ctx context.Context, name string, extraArgs []string) (*ccm.Process, error) {
+	if name == "" {
+		return nil, errors.New("an extra CCM instance needs a name")
+	}
+	c.l.lastInstance++
+	p, err := c.l.startInstance(ctx, name, c.l.w.expander.ForInstance(c.l.lastInstance), extraArgs)
+	if err != nil {
+		return nil, err
+	}
+	c.l.w.onTeardown("stop ccm "+name, p.Stop)
+	return p, nil
+}
+
+func (c ccmInstances) StopMain(ctx context.Context) (func(context.Context) error, error) {
+	if err := c.l.main.Stop(ctx); err != nil {
+		return nil, err
+	}
+	c.l.w.logf("stopped the main CCM for a spec")
+	return func(ctx context.Context) error {
+		p, err := c.l.startInstance(ctx, "", c.l.w.ccmExpander, nil)
+		if err != nil {
+			return err
+		}
+		c.l.main.set(p)
+		return nil
+	}, nil
+}
