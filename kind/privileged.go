@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 )
 
 // Privileged says how node containers get the rights kind gives them
@@ -57,19 +59,14 @@ func probePrivileged(ctx context.Context, docker, image string) (ok bool, why st
 	if perr == nil {
 		return true, "", nil
 	}
-	why = firstLine(out)
+	why = firstline.Of(out)
 	if why == "" {
 		why = perr.Error()
 	}
 	if out2, err := run(FallbackRunArgs()...); err != nil {
-		return false, why, fmt.Errorf("docker refuses --privileged (%s), and the fallback failed too: %s: %v", why, firstLine(out2), err)
+		return false, why, fmt.Errorf("docker refuses --privileged (%s), and the fallback failed too: %s: %v", why, firstline.Of(out2), err)
 	}
 	return false, why, nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }
 
 // wrapperScript is a `docker` that kind finds first on PATH: it runs the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 )
 
 // Bounds of the harness's dealings with Docker.
@@ -421,7 +422,7 @@ func InspectImage(ctx context.Context, cli, ref string) (ImageInfo, error) {
 		}
 		var de *DockerError
 		if errors.As(err, &de) {
-			return ImageInfo{}, fmt.Errorf("image %s: docker image inspect: %s", ref, firstLine(de.Output, de.Err.Error()))
+			return ImageInfo{}, fmt.Errorf("image %s: docker image inspect: %s", ref, dockerMessage(de.Output, de.Err.Error()))
 		}
 		return ImageInfo{}, fmt.Errorf("image %s: %w", ref, err)
 	}
@@ -433,16 +434,17 @@ func InspectImage(ctx context.Context, cli, ref string) (ImageInfo, error) {
 		} `json:"Config"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &raw); err != nil || raw.ID == "" {
-		return ImageInfo{}, fmt.Errorf("image %s: docker image inspect answered %q: %v", ref, firstLine(out, ""), err)
+		return ImageInfo{}, fmt.Errorf("image %s: docker image inspect answered %q: %v", ref, dockerMessage(out, ""), err)
 	}
 	return ImageInfo{Reference: ref, ID: raw.ID, RepoDigests: raw.RepoDigests, User: raw.Config.User}, nil
 }
 
-func firstLine(s, fallback string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
+// dockerMessage is the first line of what the docker CLI said, without the
+// daemon's prefix; fallback when it said nothing.
+func dockerMessage(s, fallback string) string {
+	line := firstline.Of(s)
+	if line == "" {
 		return fallback
 	}
-	line, _, _ := strings.Cut(s, "\n")
 	return strings.TrimPrefix(line, "Error response from daemon: ")
 }

@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
@@ -32,7 +32,7 @@ func (b existingBackend) SimulatesNodes() bool { return false }
 func (b existingBackend) Start(ctx context.Context, _ StartInput) (Cluster, error) {
 	config, err := clientcmd.BuildConfigFromFlags("", b.path)
 	if err != nil {
-		return nil, &InputError{Err: fmt.Errorf("--kubeconfig %s: %s", b.path, firstLine(err.Error()))}
+		return nil, &InputError{Err: fmt.Errorf("--kubeconfig %s: %s", b.path, firstline.Marked(err.Error()))}
 	}
 	probe := rest.CopyConfig(config)
 	probe.Timeout = reachTimeout
@@ -41,7 +41,7 @@ func (b existingBackend) Start(ctx context.Context, _ StartInput) (Cluster, erro
 		return nil, &InputError{Err: fmt.Errorf("--kubeconfig %s: %w", b.path, err)}
 	}
 	if _, err := client.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("cluster %s (from %s) is unreachable: %s", config.Host, b.path, firstLine(err.Error()))
+		return nil, fmt.Errorf("cluster %s (from %s) is unreachable: %s", config.Host, b.path, firstline.Marked(err.Error()))
 	}
 	return &existing{path: b.path, config: config}, nil
 }
@@ -63,11 +63,3 @@ type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return strings.TrimSpace(s[:i]) + " …"
-	}
-	return s
-}

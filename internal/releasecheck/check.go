@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 )
 
 // Status is an item's outcome.
@@ -299,11 +301,11 @@ func CheckSource(ctx context.Context, src *Source, opts Options) (*Report, error
 	case versionErr != nil:
 		add(RuleVersion, Fail, "%s --version: %v", bin, versionErr)
 	case want == "":
-		add(RuleVersion, Fail, "%s --version printed %q, but there is no %s label to compare", bin, firstLine(versionOut), LabelVersion)
+		add(RuleVersion, Fail, "%s --version printed %q, but there is no %s label to compare", bin, firstline.Of(versionOut), LabelVersion)
 	case hasToken(versionOut, want):
-		add(RuleVersion, Pass, "%s --version printed %q", bin, firstLine(versionOut))
+		add(RuleVersion, Pass, "%s --version printed %q", bin, firstline.Of(versionOut))
 	default:
-		add(RuleVersion, Fail, "%s --version printed %q, want the labelled version %q", bin, firstLine(versionOut), want)
+		add(RuleVersion, Fail, "%s --version printed %q, want the labelled version %q", bin, firstline.Of(versionOut), want)
 	}
 	switch {
 	case !runnable:
@@ -444,16 +446,6 @@ func runBinary(ctx context.Context, exe, dir string, timeout time.Duration, arg 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return run(ctx, dir, exe, arg)
-}
-
-// firstLine is the first non-empty line of s.
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
-		}
-	}
-	return ""
 }
 
 // hasToken says whether s has want as a whitespace-separated word, with

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2/reporters"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 )
 
 // Describe is the container text of upstream's specs in a full spec name:
@@ -276,9 +278,9 @@ func specResult(c reporters.JUnitTestCase) (SpecResult, bool) {
 	r := SpecResult{Name: name, State: "passed", Time: time.Duration(c.Time * float64(time.Second))}
 	switch {
 	case c.Failure != nil:
-		r.State, r.Message = "failed", firstLine(c.Failure.Message)
+		r.State, r.Message = "failed", firstline.Of(c.Failure.Message)
 	case c.Error != nil:
-		r.State, r.Message = "failed", firstLine(c.Error.Message)
+		r.State, r.Message = "failed", firstline.Of(c.Error.Message)
 	case c.Skipped != nil:
 		// Ginkgo writes "skipped" for a spec the focus left out (the JUnit
 		// lists every spec of the binary) and "pending" for a pending one:
@@ -288,17 +290,9 @@ func specResult(c reporters.JUnitTestCase) (SpecResult, bool) {
 		if !ok {
 			return SpecResult{}, false
 		}
-		r.State, r.Message = "skipped", firstLine(reason)
+		r.State, r.Message = "skipped", firstline.Of(reason)
 	}
 	return r, true
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 // AgnhostImage returns the agnhost image that binary's specs run, as its

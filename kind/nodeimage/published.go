@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 )
 
 // Published node images: the kindest/node images kind's project releases
@@ -130,7 +132,7 @@ func published(ctx context.Context, docker, ref string, progress io.Writer) (Ima
 	cmd.Stdout, cmd.Stderr = progress, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		if msg := firstLine(stderr.String()); msg != "" {
+		if msg := firstline.Of(stderr.String()); msg != "" {
 			return img, fmt.Errorf("docker pull: %s", msg)
 		}
 		return img, fmt.Errorf("docker pull: %w", err)
@@ -142,12 +144,4 @@ func published(ctx context.Context, docker, ref string, progress io.Writer) (Ima
 	img.ID, img.Source = id, SourcePublishedPulled
 	fmt.Fprintf(progress, "kind node image %s: pulled (%s) in %s\n", ref, shortID(id), time.Since(start).Round(time.Second))
 	return img, nil
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }

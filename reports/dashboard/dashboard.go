@@ -17,12 +17,12 @@ import (
 	"os"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/mod/semver"
 
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
@@ -376,7 +376,7 @@ func readTimings(ctx context.Context, st *store.Store, runs []*store.Run) (map[s
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				problems = append(problems, store.Problem{Path: st.Location(b.Key(prow.TimingsFile)), Err: firstLine(err.Error())})
+				problems = append(problems, store.Problem{Path: st.Location(b.Key(prow.TimingsFile)), Err: firstline.Marked(err.Error())})
 				return
 			}
 			out[b] = t
@@ -384,14 +384,6 @@ func readTimings(ctx context.Context, st *store.Store, runs []*store.Run) (map[s
 	}
 	wg.Wait()
 	return out, problems
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
-	}
-	return s
 }
 
 // Summary is a one-line account of a model, for the command's output.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 	"github.com/ccm-conformance/ccm-conformance/labels"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
@@ -240,13 +241,13 @@ func Judge(r *store.Run) RunVerdict {
 	v.BlockingPassed = passed
 	v.Leftovers = r.Specs.Leftovers
 	if r.Specs.HarnessError != "" {
-		v.HarnessError = firstLine(r.Specs.HarnessError)
+		v.HarnessError = firstline.Marked(r.Specs.HarnessError)
 	}
 	switch {
 	case r.Specs.HarnessErrorClass == prow.HarnessErrorDriver:
 		// The cloud driver broke its protocol: the run says nothing about
 		// the CCM, so it counts against neither side of the pair.
-		v.Verdict, v.Reason = VerdictNone, "cloud driver failed: "+firstLine(r.Specs.HarnessError)
+		v.Verdict, v.Reason = VerdictNone, "cloud driver failed: "+firstline.Marked(r.Specs.HarnessError)
 	case len(v.Failed) > 0 || len(v.Leftovers) > 0:
 		// Failed specs and leftovers are the CCM's, and both are named,
 		// whichever the run's error was about.
@@ -361,14 +362,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
-	}
-	return s
 }
 
 // PairState is what a pair's runs add up to.
