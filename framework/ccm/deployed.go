@@ -43,6 +43,41 @@ func (d *Deployed) WaitReady(ctx context.Context) error {
 	return fmt.Errorf("no running pod of the CCM in namespace %s matches %q (found %d pods)", d.Namespace, d.LabelSelector, len(pods))
 }
 
+// Image reads the image and image digest of the CCM from its pods'
+// container statuses: the container named Container, else each pod's
+// first. A kubelet reports them once the container has started.
+func (d *Deployed) Image(ctx context.Context) (image, digest string, err error) {
+	pods, err := d.Pods(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	for _, pod := range pods {
+		name := d.Container
+		if name == "" && len(pod.Spec.Containers) > 0 {
+			name = pod.Spec.Containers[0].Name
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == name && cs.ImageID != "" {
+				return cs.Image, ImageDigest(cs.ImageID), nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("no pod in namespace %s matching %q reports its container's image yet", d.Namespace, d.LabelSelector)
+}
+
+// ImageDigest takes the digest out of a container status's imageID
+// ("docker-pullable://registry/ccm@sha256:…", "registry/ccm@sha256:…" or
+// "sha256:…"); "" when it holds none.
+func ImageDigest(imageID string) string {
+	if i := strings.LastIndex(imageID, "@"); i >= 0 {
+		return imageID[i+1:]
+	}
+	if strings.HasPrefix(imageID, "sha256:") {
+		return imageID
+	}
+	return ""
+}
+
 // Log returns the logs of every CCM pod, each headed by the pod's name.
 func (d *Deployed) Log(ctx context.Context) (string, error) {
 	pods, err := d.Pods(ctx)

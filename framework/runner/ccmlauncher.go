@@ -116,7 +116,8 @@ func chooseCCM(w *world) ccmLauncher {
 }
 
 // deployedCCM is a CCM that already runs in the cluster (ccm.deployed):
-// the harness only waits for its pods and reads their logs.
+// the harness only waits for its pods, reads their logs and records the
+// image they run.
 type deployedCCM struct {
 	w        *world
 	deployed *ccm.Deployed
@@ -129,6 +130,15 @@ func (l *deployedCCM) start(ctx context.Context) error {
 		return &SetupError{Step: "ccm", Err: err}
 	}
 	l.w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
+	// What names the CCM in the results (half of the LKG pair) is what
+	// its pods run.
+	image, digest, err := l.deployed.Image(ctx)
+	if err != nil {
+		l.w.logf("the CCM's image is not known, so the results cannot name it (the kubetest2 tester takes it as --ccm-image and --ccm-digest): %v", err)
+		return nil
+	}
+	l.w.info.CCMImage, l.w.info.CCMDigest = image, digest
+	l.w.logf("the CCM's pods run %s (%s)", image, digest)
 	return nil
 }
 

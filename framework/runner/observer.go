@@ -36,7 +36,8 @@ type RunInfo struct {
 	CCMBinary string `json:"ccmBinary,omitempty"`
 	// CCMImage is the CCM's image as the profile names it (ccm.image);
 	// CCMDigest is then its registry digest, or its image ID when the
-	// local engine knows no registry digest (ccm.ImageInfo.Digest).
+	// local engine knows no registry digest (ccm.ImageInfo.Digest). For a
+	// CCM already deployed (ccm.deployed) both are what its pods report.
 	CCMImage  string `json:"ccmImage,omitempty"`
 	CCMDigest string `json:"ccmDigest,omitempty"`
 	// CCMModule, CCMModuleSum, CCMCloudProvider and CCMGoVersion are what
@@ -99,5 +100,8 @@ func (i *RunInfo) merge(w RunInfo) {
 	}
 	if len(w.CCMEnv) > 0 {
 		i.CCMEnv = w.CCMEnv
+	}
+	if w.CCMImage != "" {
+		i.CCMImage, i.CCMDigest = w.CCMImage, w.CCMDigest
 	}
 }

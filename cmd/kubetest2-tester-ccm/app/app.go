@@ -31,12 +31,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
-	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/internal/harnessversion"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
@@ -163,7 +159,7 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 // execute runs the suites as ro says, with the tester's metadata, and
 // returns the run's exit code.
 func (o *options) execute(ctx context.Context, ro rundir.Options, getenv env, stdout, stderr io.Writer) int {
-	ro.Metadata = o.metadata(ctx, getenv, stderr)
+	ro.Metadata = o.metadata(getenv)
 	ro.Out = stdout
 	code, err := rundir.Run(ctx, ro)
 	if err != nil {
@@ -227,82 +223,18 @@ func (o *options) runOptions(getenv env) (rundir.Options, error) {
 }
 
 // metadata are the keys the tester adds to the run's: its version, the
-// kubetest2 run's id, and the CCM's image and digest, from the flags or
-// else from the pods of a deployed CCM. Not knowing the image is said on
-// stderr, and not an error.
-func (o *options) metadata(ctx context.Context, getenv env, stderr io.Writer) map[string]string {
-	extra := map[string]string{
+// kubetest2 run's id, and the CCM's image and digest when the flags name
+// them (they win over what the runner read from a deployed CCM's pods).
+func (o *options) metadata(getenv env) map[string]string {
+	return map[string]string{
 		MetaTesterVersion:  Version,
 		MetaRunID:          getenv(EnvRunID),
 		prow.MetaCCMImage:  o.ccmImage,
 		prow.MetaCCMDigest: o.ccmDigest,
 	}
-	if o.ccmImage != "" && o.ccmDigest != "" {
-		return extra
-	}
-	image, digest, err := deployedImage(ctx, o.provider, o.kubeconfig)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: the CCM's image is not known (pass --ccm-image and --ccm-digest): %v\n", Name, err)
-	}
-	if o.ccmImage == "" {
-		extra[prow.MetaCCMImage] = image
-	}
-	if o.ccmDigest == "" {
-		extra[prow.MetaCCMDigest] = digest
-	}
-	return extra
 }
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// deployedImage reads the image and image digest of a CCM deployed in the
-// cluster (the profile's ccm.deployed) from its pods' container statuses.
-// A profile with a binary CCM has none, and no error.
-func deployedImage(ctx context.Context, profilePath, kubeconfig string) (image, digest string, err error) {
-	p, err := profile.Load(profilePath)
-	if err != nil || p.CCM.Deployed == nil {
-		// A bad profile is the runner's to report, in its own words.
-		return "", "", nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return "", "", fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", "", fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	d := p.CCM.Deployed
-	pods, err := (&ccm.Deployed{Client: client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container}).Pods(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	for _, pod := range pods {
-		name := d.Container
-		if name == "" && len(pod.Spec.Containers) > 0 {
-			name = pod.Spec.Containers[0].Name
-		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name == name && cs.ImageID != "" {
-				return cs.Image, imageDigest(cs.ImageID), nil
-			}
-		}
-	}
-	return "", "", fmt.Errorf("no pod in namespace %s matching %q reports its container's image yet", d.Namespace, d.LabelSelector)
-}
-
-// imageDigest takes the digest out of a container status's imageID
-// ("docker-pullable://registry/ccm@sha256:…", "registry/ccm@sha256:…" or
-// "sha256:…").
-func imageDigest(imageID string) string {
-	if i := strings.LastIndex(imageID, "@"); i >= 0 {
-		return imageID[i+1:]
-	}
-	if strings.HasPrefix(imageID, "sha256:") {
-		return imageID
-	}
-	return ""
 }
