@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/cloudside"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
@@ -152,7 +153,7 @@ func OpenCloudDriver(ctx context.Context, p *profile.Profile, kubeconfig string)
 	bad := func(err error) error {
 		return &InputError{fmt.Errorf("profile %s: cloudDriver: %w", p.Path, err)}
 	}
-	scratch, err := os.MkdirTemp(runDirBase(), "ccm-conformance-check-")
+	scratch, err := cloudside.ScratchDir("ccm-conformance-check-")
 	if err != nil {
 		return nil, nil, &SetupError{Step: "checking the cloud driver", Err: err}
 	}
@@ -165,21 +166,14 @@ func OpenCloudDriver(ctx context.Context, p *profile.Profile, kubeconfig string)
 	if kubeconfig == "" {
 		kubeconfig = filepath.Join(scratch, "kubeconfig")
 	}
-	e := p.NewExpander(profile.ExpanderInput{RunDir: scratch, Kubeconfig: kubeconfig})
-	command, err := e.ExpandAll(d.Command)
+	in, err := cloudside.DriverInput(p, p.NewExpander(profile.ExpanderInput{RunDir: scratch, Kubeconfig: kubeconfig}))
 	if err != nil {
 		return nil, nil, bad(err)
 	}
-	command[0] = p.ResolvePath(command[0])
-	if err := checkExecutable(command[0]); err != nil {
+	if err := checkExecutable(in.Command[0]); err != nil {
 		return nil, nil, bad(fmt.Errorf("command: %w", err))
 	}
-	env, err := e.Environ(d.Env)
-	if err != nil {
-		return nil, nil, bad(err)
-	}
-	drv, err = clouddriver.New(ctx, clouddriver.Options{Command: command, Env: env, CallTimeout: p.Timeout(profile.CloudDriverCall)})
-	if err != nil {
+	if drv, err = clouddriver.New(ctx, in); err != nil {
 		return nil, nil, bad(err)
 	}
 	return drv, cleanup, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/cloudside"
 )
 
 // Lanes split a run's specs over worker processes, each with a world of
@@ -243,7 +244,7 @@ const laneStopGrace = 3 * time.Minute
 // them, and merges their reports. The error is a harness error of a lane
 // (the first one), if any.
 func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo) (types.Report, error) {
-	dir, err := os.MkdirTemp(runDirBase(), "ccm-conformance-lanes-")
+	dir, err := cloudside.ScratchDir("ccm-conformance-lanes-")
 	if err != nil {
 		return types.Report{}, &SetupError{Step: "lanes", Err: err}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -17,8 +16,8 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
+	"github.com/ccm-conformance/ccm-conformance/framework/cloudside"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
-	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
@@ -26,13 +25,8 @@ import (
 // Bounds of the world's own steps (the profile's named timeouts bound what
 // the CCM and the cloud do, and how long a service gets to be ready).
 const (
-	// serviceStopGrace is how long a profile service gets to exit after
-	// SIGTERM.
-	serviceStopGrace = 10 * time.Second
 	// teardownTimeout bounds the whole teardown of a world.
 	teardownTimeout = 2 * time.Minute
-	// readyFilePoll is how often the wait for a ready file looks.
-	readyFilePoll = 50 * time.Millisecond
 	// ccmHealthPoll is how often the wait for a CCM's /healthz asks.
 	ccmHealthPoll = 100 * time.Millisecond
 	// clientQPS and clientBurst limit the harness's requests to the
@@ -128,7 +122,7 @@ func (w *world) setUp(ctx context.Context) error {
 		return &InputError{fmt.Errorf("--artifacts: %w", err)}
 	}
 	var err error
-	w.runDir, err = os.MkdirTemp(runDirBase(), "ccm-conformance-run-")
+	w.runDir, err = cloudside.ScratchDir("ccm-conformance-run-")
 	if err != nil {
 		return &SetupError{Step: "run directory", Err: err}
 	}
@@ -247,75 +241,32 @@ func (w *world) startCluster(ctx context.Context) error {
 	return nil
 }
 
+// startService starts a profile service (cloudside.StartService) and
+// registers its stop.
 func (w *world) startService(ctx context.Context, s profile.Service) error {
-	step := "service " + s.Name
-	command, err := w.expander.ExpandAll(s.Command)
+	svc, err := cloudside.StartService(ctx, w.profile, w.expander, s, w.logDir)
+	if svc != nil {
+		w.onTeardown("stop service "+s.Name, svc.Stop)
+	}
 	if err != nil {
-		return &SetupError{Step: step, Err: fmt.Errorf("command: %w", err)}
+		return &SetupError{Step: "service " + s.Name, Err: err}
 	}
-	command[0] = w.profile.ResolvePath(command[0])
-	env, err := w.expander.Environ(s.Env)
-	if err != nil {
-		return &SetupError{Step: step, Err: err}
+	if s.ReadyFile != "" {
+		w.logf("service %s ready", s.Name)
 	}
-	ready, err := w.expander.Expand(s.ReadyFile)
-	if err != nil {
-		return &SetupError{Step: step, Err: fmt.Errorf("readyFile: %w", err)}
-	}
-	p, err := proc.Start(proc.Options{
-		Name:    step,
-		Command: command,
-		Env:     env,
-		LogPath: filepath.Join(w.logDir, "service-"+s.Name+".log"),
-	})
-	if err != nil {
-		return &SetupError{Step: step, Err: err}
-	}
-	w.onTeardown("stop service "+s.Name, func(ctx context.Context) error { return p.Stop(ctx, serviceStopGrace) })
-	if s.ReadyFile == "" {
-		return nil
-	}
-	timeout := w.profile.Timeout(profile.ServiceReady)
-	deadline := time.Now().Add(timeout)
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			w.logf("service %s ready", s.Name)
-			return nil
-		}
-		if exited, _ := p.Exited(); exited {
-			return &SetupError{Step: step, Err: p.ExitError()}
-		}
-		if time.Now().After(deadline) {
-			return &SetupError{Step: step, Err: fmt.Errorf("%s did not appear within %s (timeouts.%s); last log lines:\n%s", ready, timeout, profile.ServiceReady, p.Tail(10))}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(readyFilePoll):
-		}
-	}
+	return nil
 }
 
+// startDriver starts the profile's cloud driver and runs its handshake.
 func (w *world) startDriver(ctx context.Context) error {
-	d := w.profile.CloudDriver
-	if d == nil {
+	if w.profile.CloudDriver == nil {
 		return nil
 	}
-	command, err := w.expander.ExpandAll(d.Command)
-	if err != nil {
-		return &SetupError{Step: "cloud driver", Err: fmt.Errorf("command: %w", err)}
-	}
-	command[0] = w.profile.ResolvePath(command[0])
-	env, err := w.expander.Environ(d.Env)
+	in, err := cloudside.DriverInput(w.profile, w.expander)
 	if err != nil {
 		return &SetupError{Step: "cloud driver", Err: err}
 	}
-	w.driver, err = clouddriver.New(ctx, clouddriver.Options{
-		Command:     command,
-		Env:         env,
-		CallTimeout: w.profile.Timeout(profile.CloudDriverCall),
-	})
-	if err != nil {
+	if w.driver, err = clouddriver.New(ctx, in); err != nil {
 		return &SetupError{Step: "cloud driver handshake", Err: err}
 	}
 	info := w.driver.Info()
@@ -480,19 +431,6 @@ func emulatedMinor(major, minor, emuMajor, emuMinor string) string {
 		return ""
 	}
 	return emuMajor + "." + emuMinor
-}
-
-// runDirBase is where run directories go: $TMPDIR, unless its path is so
-// long that unix sockets below it (profile services often listen on one in
-// ${RUN_DIR}) would pass the kernel's 108-byte limit; then /tmp.
-func runDirBase() string {
-	base := os.TempDir()
-	if len(base) > 48 {
-		if info, err := os.Stat("/tmp"); err == nil && info.IsDir() {
-			return "/tmp"
-		}
-	}
-	return base
 }
 
 // GitCommit returns commit if it is a git commit hash (40 hexadecimal
