@@ -317,7 +317,7 @@ func BenchmarkUpstreamLoadBalancersOnKind(b *testing.B) {
 }
 
 func readComparison(artifacts string) (*app.Comparison, error) {
-	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", app.ComparisonFile))
+	data, err := os.ReadFile(filepath.Join(artifacts, filepath.FromSlash(prow.ComparisonFile)))
 	if err != nil {
 		return nil, err
 	}

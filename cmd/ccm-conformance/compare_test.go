@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ccm-conformance/ccm-conformance/cmd/ccm-conformance/app"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 // fakeUpstreamE2E writes a stand-in for upstream's e2e binary: it lists
@@ -72,16 +73,16 @@ func TestIntegrationCompareUpstreamPlumbing(t *testing.T) {
 			t.Errorf("stdout does not match %q:\n%s", want, tail(res.stdout, 60))
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(artifacts, "artifacts", app.ComparisonFile))
+	data, err := os.ReadFile(filepath.Join(artifacts, filepath.FromSlash(prow.ComparisonFile)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var c app.Comparison
 	if err := json.Unmarshal(data, &c); err != nil {
-		t.Fatalf("%s: %v", app.ComparisonFile, err)
+		t.Fatalf("%s: %v", prow.ComparisonFile, err)
 	}
 	if c.Ours.Passed == 0 || c.Ours.Failed != 0 || c.Ours.WallSeconds <= 0 || c.Upstream.Passed != 1 || len(c.UpstreamSpecs) != 1 || c.Upstream.WallSeconds <= 0 {
-		t.Errorf("%s = %+v, want our specs passed and upstream's one spec passed, both timed", app.ComparisonFile, c)
+		t.Errorf("%s = %+v, want our specs passed and upstream's one spec passed, both timed", prow.ComparisonFile, c)
 	}
 	log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "upstream-e2e", "e2e.log"))
 	if err != nil || !strings.Contains(string(log), "node/") {

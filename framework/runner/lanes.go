@@ -67,6 +67,9 @@ type Lane struct {
 	// ccm.binary.module, built), so that every lane runs the binary the
 	// results name.
 	CCMBinary string `json:"ccmBinary,omitempty"`
+	// LogDir is the run's log directory (Options.LogDir); the lane's
+	// components log under LogDir/lane-N.
+	LogDir string `json:"logDir"`
 }
 
 // LaneFlag is the flag that makes a program a lane's worker; its value is
@@ -83,8 +86,8 @@ func (l Lane) reportFile() string {
 	return filepath.Join(l.Dir, fmt.Sprintf("lane-%d.report.json", l.Index))
 }
 
-func (l Lane) logDir(artifacts string) string {
-	return filepath.Join(artifacts, "artifacts", "logs", fmt.Sprintf("lane-%d", l.Index))
+func (l Lane) logDir() string {
+	return filepath.Join(l.LogDir, fmt.Sprintf("lane-%d", l.Index))
 }
 
 // ReadLane reads the lane file a worker's --lane flag names.
@@ -205,7 +208,7 @@ func runLane(ctx context.Context, opts Options, checked *Checked) error {
 		worldName: fmt.Sprintf("lane-%d", lane.Index),
 		backend:   opts.Backend,
 		out:       opts.Out,
-		logDir:    lane.logDir(opts.ArtifactsDir),
+		logDir:    lane.logDir(),
 		info:      RunInfo{Provider: p.Name},
 	}
 	report, err := w.run(ctx, specRun{
@@ -261,7 +264,7 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 	var wg sync.WaitGroup
 	var cmds []*exec.Cmd
 	for i := range lanes {
-		lanes[i] = Lane{Index: i + 1, Count: opts.Lanes, Dir: dir, Seed: seed, RunID: info.RunID}
+		lanes[i] = Lane{Index: i + 1, Count: opts.Lanes, Dir: dir, Seed: seed, RunID: info.RunID, LogDir: opts.LogDir}
 		if checked.Image != nil {
 			lanes[i].CCMImageID = checked.Image.ID
 		}

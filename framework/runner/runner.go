@@ -52,10 +52,13 @@ type Options struct {
 	// LabelFilter is a ginkgo label filter that narrows the specs, for
 	// example "LoadBalancer && !DataPath". Default: every spec.
 	LabelFilter string
-	// ArtifactsDir is the run directory: the runner writes summary.txt
-	// there and component logs under artifacts/logs/; observers write the
-	// rest (see reports/rundir). Default DefaultArtifactsDir.
+	// ArtifactsDir is the run directory, which the observers write (see
+	// reports/rundir). Default DefaultArtifactsDir.
 	ArtifactsDir string
+	// LogDir is where the components' logs go: the CCM's, the services',
+	// the cluster's; each lane's under lane-N/. The run directory's writer
+	// says where in its layout (reports/rundir). Default ArtifactsDir/logs.
+	LogDir string
 	// Suites are the suites to declare.
 	Suites []framework.Suite
 	// Out receives progress and the summary. Default os.Stdout.
@@ -115,6 +118,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ArtifactsDir == "" {
 		o.ArtifactsDir = DefaultArtifactsDir
+	}
+	if o.LogDir == "" {
+		o.LogDir = filepath.Join(o.ArtifactsDir, "logs")
 	}
 	return o
 }
@@ -259,10 +265,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if len(report.SpecReports) == 0 && specsErr != nil {
 		// No spec ran: the world never came up.
 		if ctx.Err() != nil {
-			writePartialSummary(opts, p, "interrupted during setup")
 			return nil, ErrInterrupted
 		}
-		writePartialSummary(opts, p, specsErr.Error())
 		return nil, specsErr
 	}
 	res = resultFrom(report, opts.LabelFilter)
@@ -273,7 +277,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if ctx.Err() != nil {
 		res.Interrupted = true
 	}
-	writeSummary(opts, p, res)
+	fmt.Fprint(opts.Out, "\n"+SummaryText(p.Name, res))
 	switch {
 	case res.Interrupted:
 		return res, ErrInterrupted
@@ -309,7 +313,7 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 		runID:     info.RunID,
 		backend:   opts.Backend,
 		out:       opts.Out,
-		logDir:    filepath.Join(opts.ArtifactsDir, "artifacts", "logs"),
+		logDir:    opts.LogDir,
 		info:      *info,
 		echoRef:   cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
 	}
@@ -371,9 +375,12 @@ func formatPhases(phases []Phase) string {
 	return fmt.Sprintf("%s (%s)", total.Round(phasePrecision), strings.Join(parts, ", "))
 }
 
-func writeSummary(opts Options, p *profile.Profile, res *Result) {
+// SummaryText is the run's summary as the runner prints it at the end
+// and the run directory keeps it (summary.txt): the provider, how long the
+// specs took, each failure and leftover, and the counts.
+func SummaryText(provider string, res *Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "provider: %s\n", p.Name)
+	fmt.Fprintf(&b, "provider: %s\n", provider)
 	fmt.Fprintf(&b, "duration: %s\n", res.Duration.Round(summaryPrecision))
 	if res.Interrupted {
 		fmt.Fprintf(&b, "interrupted: true\n")
@@ -391,19 +398,18 @@ func writeSummary(opts Options, p *profile.Profile, res *Result) {
 		fmt.Fprintln(&b, line)
 	}
 	fmt.Fprintf(&b, "conformance: %s\n", res.Summary())
-	path := filepath.Join(opts.ArtifactsDir, "summary.txt")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		fmt.Fprintf(opts.Out, "[ccm-conformance] writing %s: %v\n", path, err)
-	}
-	fmt.Fprint(opts.Out, "\n"+b.String())
+	return b.String()
 }
 
-func writePartialSummary(opts Options, p *profile.Profile, reason string) {
-	if err := os.MkdirAll(opts.ArtifactsDir, 0o755); err != nil {
-		return
+// NoSpecsSummaryText is the summary of a run whose specs never ran: the
+// world did not come up (runErr says why) or the run was interrupted
+// first.
+func NoSpecsSummaryText(provider string, runErr error) string {
+	reason := "interrupted during setup"
+	if !errors.Is(runErr, ErrInterrupted) {
+		reason = oneLine(runErr.Error())
 	}
-	content := fmt.Sprintf("provider: %s\nharness error: %s\nconformance: no specs ran\n", p.Name, oneLine(reason))
-	_ = os.WriteFile(filepath.Join(opts.ArtifactsDir, "summary.txt"), []byte(content), 0o644)
+	return fmt.Sprintf("provider: %s\nharness error: %s\nconformance: no specs ran\n", provider, reason)
 }
 
 func fileDigest(path string) (string, error) {

@@ -29,6 +29,13 @@ const (
 	SpecsFile    = "artifacts/specs.json"
 	TimingsFile  = "artifacts/timings.json"
 	LogsDir      = "artifacts/logs"
+	// SummaryFile is the run's summary as the harness printed it at the
+	// end, for a reader with a shell.
+	SummaryFile = "summary.txt"
+	// ComparisonFile and UpstreamReportDir are compare-upstream's: the
+	// two sides' counts, and the run directory of upstream's e2e specs.
+	ComparisonFile    = "artifacts/upstream-comparison.json"
+	UpstreamReportDir = "artifacts/upstream-e2e"
 )
 
 // Results of finished.json.

@@ -60,7 +60,7 @@ func (o *Observer) RunStarted(info runner.RunInfo) error {
 	if err := os.MkdirAll(filepath.Join(o.dir, prow.ArtifactsDir), 0o755); err != nil {
 		return fmt.Errorf("run directory %s: %w", o.dir, err)
 	}
-	stale := []string{filepath.Join(o.dir, prow.FinishedFile), filepath.Join(o.dir, prow.SpecsFile), filepath.Join(o.dir, prow.TimingsFile)}
+	stale := []string{filepath.Join(o.dir, prow.FinishedFile), filepath.Join(o.dir, prow.SpecsFile), filepath.Join(o.dir, prow.TimingsFile), filepath.Join(o.dir, prow.SummaryFile)}
 	junits, _ := filepath.Glob(filepath.Join(o.dir, prow.ArtifactsDir, "junit*.xml"))
 	for _, p := range append(stale, junits...) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -88,6 +88,18 @@ func (o *Observer) RunFinished(info runner.RunInfo, report types.Report, res *ru
 	}
 	if err := prow.WriteJSON(filepath.Join(o.dir, prow.TimingsFile), timings(report, info)); err != nil {
 		errs = append(errs, err)
+	}
+	summary := ""
+	switch {
+	case res != nil:
+		summary = runner.SummaryText(info.Provider, res)
+	case runErr != nil:
+		summary = runner.NoSpecsSummaryText(info.Provider, runErr)
+	}
+	if summary != "" {
+		if err := os.WriteFile(filepath.Join(o.dir, prow.SummaryFile), []byte(summary), 0o644); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	keys := runMetadata(info)
 	for k, v := range o.extra {

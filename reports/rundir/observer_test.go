@@ -73,6 +73,8 @@ func TestObserver(t *testing.T) {
 		wantResult  string
 		wantJUnit   []string
 		wantFailing int
+		// wantSummary are lines summary.txt must hold.
+		wantSummary []string
 		// golden, when set, is compared with specs.json and timings.json.
 		golden string
 	}{
@@ -83,10 +85,11 @@ func TestObserver(t *testing.T) {
 				spec("nodeaddress", "labels zones", []string{"Zones"}, types.SpecStatePassed, time.Second),
 				spec("nodeip", "filters dual-stack node IPs", []string{"DualStack"}, types.SpecStateSkipped, 0),
 			),
-			res:        &runner.Result{Passed: 2, Skipped: 1},
-			wantResult: prow.ResultSuccess,
-			wantJUnit:  []string{"junit_nodeaddress_01.xml", "junit_nodeip_01.xml"},
-			golden:     "passed",
+			res:         &runner.Result{Passed: 2, Skipped: 1},
+			wantResult:  prow.ResultSuccess,
+			wantJUnit:   []string{"junit_nodeaddress_01.xml", "junit_nodeip_01.xml"},
+			wantSummary: []string{"provider: reference", "conformance: 2 passed, 0 failed, 1 skipped"},
+			golden:      "passed",
 		},
 		{
 			name: "a spec failed",
@@ -112,6 +115,7 @@ func TestObserver(t *testing.T) {
 			wantResult:  prow.ResultFailure,
 			wantJUnit:   []string{"junit_harness_01.xml", "junit_loadbalancer_01.xml"},
 			wantFailing: 1,
+			wantSummary: []string{"LEFT BEHIND cloud load balancer lb-0003 (of Service ns/web)"},
 			golden:      "leaked",
 		},
 		{
@@ -120,6 +124,7 @@ func TestObserver(t *testing.T) {
 			wantResult:  prow.ResultFailure,
 			wantJUnit:   []string{"junit_harness_01.xml"},
 			wantFailing: 1,
+			wantSummary: []string{"harness error: local cluster: etcd did not start", "conformance: no specs ran"},
 		},
 		{
 			name:        "interrupted during setup",
@@ -127,6 +132,7 @@ func TestObserver(t *testing.T) {
 			wantResult:  prow.ResultAborted,
 			wantJUnit:   []string{"junit_harness_01.xml"},
 			wantFailing: 1,
+			wantSummary: []string{"harness error: interrupted during setup", "conformance: no specs ran"},
 		},
 		{
 			name: "interrupted during the specs",
@@ -199,6 +205,15 @@ func TestObserver(t *testing.T) {
 				t.Error(err)
 			} else if _, err := prow.DecodeTimings(bytes.NewReader(data)); err != nil {
 				t.Errorf("timings.json: %v", err)
+			}
+			summary, err := os.ReadFile(filepath.Join(dir, prow.SummaryFile))
+			if err != nil {
+				t.Error(err)
+			}
+			for _, line := range tt.wantSummary {
+				if !strings.Contains("\n"+string(summary), "\n"+line+"\n") {
+					t.Errorf("summary.txt lacks %q:\n%s", line, summary)
+				}
 			}
 			if tt.golden != "" {
 				for _, f := range []string{prow.SpecsFile, prow.TimingsFile} {

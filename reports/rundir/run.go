@@ -122,6 +122,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 
 	ro := o.Runner
 	ro.ArtifactsDir = dir
+	ro.LogDir = filepath.Join(dir, filepath.FromSlash(prow.LogsDir))
 	if ro.Lanes > 0 && o.LaneCommand != nil {
 		ro.LaneCommand = o.LaneCommand(dir)
 	}

@@ -30,17 +30,10 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/internal/upstreame2e"
 	"github.com/ccm-conformance/ccm-conformance/kind"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/suites"
 )
-
-// ComparisonFile is the file compare-upstream writes into the run
-// directory's artifacts/ (docs/performance.md).
-const ComparisonFile = "upstream-comparison.json"
-
-// upstreamReportDir is where, under the run directory's artifacts/, the
-// upstream e2e binary writes its JUnit file and e2e.log.
-const upstreamReportDir = "upstream-e2e"
 
 // Comparison is compare-upstream's record of one run.
 type Comparison struct {
@@ -132,7 +125,7 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 				AfterSpecs: func(ctx context.Context, w runner.WorldView) error {
 					comparison.Ours = oursFrom(w.Report, labelFilter)
 					res, err := runUpstream(ctx, w, tools, upstreame2e.Options{
-						ReportDir: filepath.Join(artifacts, "artifacts", upstreamReportDir),
+						ReportDir: filepath.Join(artifacts, filepath.FromSlash(prow.UpstreamReportDir)),
 						Focus:     focus,
 						Timeout:   timeout,
 					})
@@ -160,7 +153,7 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 				}
 				return &exitError{code: cmp.Or(code, runner.ExitHarnessError), err: runErr}
 			}
-			path := filepath.Join(artifacts, "artifacts", ComparisonFile)
+			path := filepath.Join(artifacts, filepath.FromSlash(prow.ComparisonFile))
 			if err := writeComparison(path, comparison); err != nil {
 				return harnessErr(err)
 			}
@@ -169,7 +162,7 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 			case code != 0:
 				return &exitError{code: code, err: runErr}
 			case comparison.Upstream.Failed > 0:
-				return &exitError{code: runner.ExitFailed, err: fmt.Errorf("%d of upstream's specs failed (%s)", comparison.Upstream.Failed, filepath.Join(artifacts, "artifacts", upstreamReportDir, "e2e.log"))}
+				return &exitError{code: runner.ExitFailed, err: fmt.Errorf("%d of upstream's specs failed (%s)", comparison.Upstream.Failed, filepath.Join(artifacts, filepath.FromSlash(prow.UpstreamReportDir), "e2e.log"))}
 			}
 			return nil
 		},
