@@ -64,7 +64,7 @@ e2e-binaries: ## e2e.test, ginkgo and kubectl in _output/e2e, for kubetest2's st
 
 .PHONY: release
 release: ## A release into _output/release: the CLI and the kubetest2 tester for linux/amd64 and linux/arm64, an SPDX module list per binary, one OCI image of both, SHA256SUMS (docs/releasing.md; VERSION=v0.1.0 to stamp one)
-	@rm -rf _output/release && . scripts/goenv.sh && go run ./internal/release/cmd/make-release --out _output/release $(if $(VERSION),--version $(VERSION))
+	@rm -rf _output/release && . scripts/goenv.sh && go run ./tools/release/cmd/make-release --out _output/release $(if $(VERSION),--version $(VERSION))
 
 .PHONY: verify
 verify: ## gofmt, go vet, and the module's Kubernetes pins

@@ -1,6 +1,6 @@
 # Sourced by the scripts that run the go command (and by .ci/run): the one
 # set of build flags of the project's builds and tests. The harness and
-# reference provider binaries that tests start (internal/testbin), bin/
+# reference provider binaries that tests start (testsupport/testbin), bin/
 # (scripts/build.sh) and the images (internal/images) are static builds,
 # CGO_ENABLED=0 with -trimpath; go vet, go test and the CLI that .ci/run
 # builds use the same flags, so the go build cache compiles each package of

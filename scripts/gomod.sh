@@ -30,6 +30,6 @@ forget() {
   rm -rf "${proxy}" "${cache}/${sdk}@${version}" "${cache}/cache/download/${sdk}/@v/${version}".* "${cache}/cache/download/${sdk}/@v/list"
 }
 trap forget EXIT
-go run ./internal/release/cmd/module-proxy --out "${proxy}" --module "${sdk}" --version "${version}" --dir driversdk
+go run ./tools/release/cmd/module-proxy --out "${proxy}" --module "${sdk}" --version "${version}" --dir driversdk
 GOWORK=off GOFLAGS="${GOFLAGS} -mod=mod" GONOSUMDB="${sdk}" GOPROXY="file://${proxy},$(go env GOPROXY)" go "$@"
 sed -i "\#^${sdk} #d" go.sum

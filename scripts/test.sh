@@ -2,7 +2,7 @@
 # Unit and integration tests. Integration tests (TestIntegration*) start real
 # processes: the local cluster, the reference provider, the harness binary.
 #
-# The output goes through internal/testreport: each package's ok or FAIL
+# The output goes through tools/testreport: each package's ok or FAIL
 # line, the whole output of a failed test, a line for each skipped or slow
 # top-level test, and at the end the slowest tests and packages and a count.
 set -euo pipefail
@@ -13,7 +13,7 @@ go vet ./... ./driversdk/...
 
 report="$(mktemp -d)"
 trap 'rm -rf "$report"' EXIT
-go build -o "$report/testreport" ./internal/testreport/cmd/testreport
+go build -o "$report/testreport" ./tools/testreport/cmd/testreport
 
 # Packages with integration tests (TestIntegration*) bring up clusters, and
 # this machine kind has two cores: they run one at a time, after the others.

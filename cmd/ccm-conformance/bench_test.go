@@ -20,9 +20,9 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // The system benchmarks run the real harness against the reference

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // skipUnlessDocker skips an integration test that runs the CCM's image

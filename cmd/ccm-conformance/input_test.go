@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // Bad input is reported in one line that names the input, with exit code 2,

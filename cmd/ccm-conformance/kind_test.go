@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // dockerVolumes lists the Docker engine's volumes that no container uses.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // The leader migration suite fails for a CCM that runs a migrated

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // A mutant is the reference provider with one defect switched on: a CCM

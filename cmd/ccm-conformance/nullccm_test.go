@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // nullCCMArgs turn the reference CCM into one that does nothing: every

@@ -14,8 +14,8 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // On a cluster of real machines (--kubeconfig: the harness adds none), the

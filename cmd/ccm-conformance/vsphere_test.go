@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // vsphereFindings are the specs the vSphere CCM fails, each a finding of

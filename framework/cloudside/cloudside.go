@@ -2,7 +2,7 @@
 // services (a cloud simulator, say), each waited for through its ready
 // file, and its cloud driver with the protocol's handshake. It is the one
 // piece of code that a run (framework/runner), the input check and sweep
-// (runner.OpenCloudDriver) and validate-driver (framework/drivercheck)
+// (runner.OpenCloudDriver) and validate-driver (checks/drivercheck)
 // share, so that a profile's cloud comes up the same way in each.
 //
 // Floor: framework. It stands on framework/profile, framework/clouddriver

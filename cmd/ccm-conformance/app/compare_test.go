@@ -8,7 +8,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/upstreame2e"
+	"github.com/ccm-conformance/ccm-conformance/checks/upstreame2e"
 )
 
 func TestOursFrom(t *testing.T) {

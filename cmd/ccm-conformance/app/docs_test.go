@@ -195,3 +195,64 @@ func TestCheckCommand(t *testing.T) {
 		}
 	}
 }
+
+// The README's layout table names folders that exist, and every folder at
+// the top of the repository (and each package of framework/) is in it, so
+// that a newcomer's map matches the tree.
+func TestReadmeLayoutMatchesFolders(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9_./-]+)/?` \\|")
+	listed := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+		path := strings.TrimSuffix(m[1], "/")
+		listed[path] = true
+		if info, err := os.Stat(filepath.Join("../../..", path)); err != nil || !info.IsDir() {
+			t.Errorf("README's layout table names %s, which is not a folder", path)
+		}
+	}
+	if len(listed) == 0 {
+		t.Fatal("README has no layout table")
+	}
+	// A folder is covered by its own row, a row of a folder above it, or,
+	// for a folder that only groups others (cmd/, providers/), rows of
+	// folders below it.
+	covered := func(path string) bool {
+		for p := path; p != "."; p = filepath.Dir(p) {
+			if listed[p] {
+				return true
+			}
+		}
+		for l := range listed {
+			if strings.HasPrefix(l, path+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var folders []string
+	for _, pattern := range []string{"../../../*", "../../../framework/*", "../../../cmd/*", "../../../providers/*"} {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range matches {
+			if info, err := os.Stat(m); err == nil && info.IsDir() {
+				folders = append(folders, strings.TrimPrefix(m, "../../../"))
+			}
+		}
+	}
+	for _, f := range folders {
+		switch {
+		case strings.HasPrefix(filepath.Base(f), ".") || strings.HasPrefix(filepath.Base(f), "_"):
+		case f == "bin" || f == "framework/internal":
+			// Build output, and the framework's own helpers.
+		case strings.HasPrefix(f, "framework/") && !listed[f]:
+			t.Errorf("framework package %s is not in the README's layout table", f)
+		case !covered(f):
+			t.Errorf("folder %s is not in the README's layout table", f)
+		}
+	}
+}

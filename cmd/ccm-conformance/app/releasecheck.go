@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccm-conformance/ccm-conformance/checks/releasecheck"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
-	"github.com/ccm-conformance/ccm-conformance/internal/releasecheck"
 )
 
 func newReleaseCheckCommand(stdout io.Writer) *cobra.Command {

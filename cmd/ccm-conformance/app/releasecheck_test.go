@@ -8,7 +8,7 @@ import (
 )
 
 // TestReleaseCheckBadInput: bad input is exit code 2 and one line naming
-// the input. The checks themselves are tested in internal/releasecheck.
+// the input. The checks themselves are tested in checks/releasecheck.
 func TestReleaseCheckBadInput(t *testing.T) {
 	dir := t.TempDir()
 	corrupt := filepath.Join(dir, "corrupt.tar")

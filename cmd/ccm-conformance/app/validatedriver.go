@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/drivercheck"
+	"github.com/ccm-conformance/ccm-conformance/checks/drivercheck"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/release"
+	"github.com/ccm-conformance/ccm-conformance/tools/release"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/release"
+	"github.com/ccm-conformance/ccm-conformance/tools/release"
 )
 
 func main() {

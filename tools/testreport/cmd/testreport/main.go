@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/internal/testreport"
+	"github.com/ccm-conformance/ccm-conformance/tools/testreport"
 )
 
 func main() {

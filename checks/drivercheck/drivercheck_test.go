@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
-	"github.com/ccm-conformance/ccm-conformance/internal/testbin"
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // binDir holds the reference cloud and its driver, built once.
