@@ -9,6 +9,9 @@
 // driver that imports it takes nothing of the harness's module graph. The
 // harness's client (framework/clouddriver) and validate-driver use the
 // same types, so the two ends of the protocol cannot drift.
+//
+// Floor: the driver SDK, a module of its own: the standard library only, so
+// a provider's driver can import it without the harness.
 package driversdk
 
 import (

@@ -5,6 +5,9 @@
 // harness simulates, the machines.
 //
 // Helpers here return errors; only specs call Expect.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package framework
 
 import (

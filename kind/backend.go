@@ -3,6 +3,9 @@
 // --cloud-provider=external) made with the sigs.k8s.io/kind library's
 // docker provider from a node image built offline (kind/nodeimage), and
 // deleted at the run's end (docs/kind.md).
+//
+// Floor: a cluster backend. It stands on framework/cluster and the leaves;
+// the commands choose it.
 package kind
 
 import (

@@ -4,6 +4,9 @@
 // and the needs that say on which backends such a spec blocks. It imports
 // nothing of the harness, so the reports stand on it without standing on
 // the framework.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package labels
 
 import "sort"

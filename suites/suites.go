@@ -1,4 +1,7 @@
 // Package suites lists every conformance suite, in the order they run.
+//
+// Floor: the suites. They stand on the framework alone and name
+// capabilities, never a provider.
 package suites
 
 import (

@@ -4,6 +4,9 @@
 // exit codes and the JSON each answers against the protocol's schema.
 // Read-only verbs are called on what the cloud has; mutating verbs only on
 // objects the check made itself, which it removes afterwards.
+//
+// Floor: the checks, which only commands call. This one stands on the
+// framework's cloud side and driver client, and on the driver SDK.
 package drivercheck
 
 import (

@@ -4,6 +4,9 @@
 // flags, which Kubernetes libraries it was built with, and its platforms.
 // Each rule of the guidelines is an Item with an ID, a status and the
 // evidence; `ccm-conformance release-check` prints them.
+//
+// Floor: the checks, which only commands call. This one stands on the
+// reports' formats (reports/prow) and the leaves, not on the framework.
 package releasecheck
 
 import (

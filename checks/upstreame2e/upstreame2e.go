@@ -8,6 +8,9 @@
 // Not every upstream spec can pass where a load balancer's ingress is an
 // address on the harness's host (the reference cloud on kind): Specs says
 // which ones run and why the others do not.
+//
+// Floor: the checks, which only commands call. This one stands on the
+// leaves only.
 package upstreame2e
 
 import (

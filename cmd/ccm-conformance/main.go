@@ -1,4 +1,7 @@
 // Command ccm-conformance runs the CCM conformance suites. See README.md.
+//
+// Floor: the commands, the top. They parse flags and delegate to the floors
+// below.
 package main
 
 import (

@@ -2,6 +2,9 @@
 // clusters: it answers every TCP connection, UDP datagram and HTTP GET /
 // with one line, "echo pod=<pod> node=<node> client=<ip>", and serves GET
 // /healthz. See internal/echo and docs/images.md.
+//
+// Floor: the commands, the top. They parse flags and delegate to the floors
+// below.
 package main
 
 import (

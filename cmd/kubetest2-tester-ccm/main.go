@@ -1,6 +1,9 @@
 // Command kubetest2-tester-ccm runs the CCM conformance suites as a
 // kubetest2 tester (`kubetest2 <deployer> --test=ccm -- --provider P`).
 // See docs/kubetest2.md.
+//
+// Floor: the commands, the top. They parse flags and delegate to the floors
+// below.
 package main
 
 import (

@@ -3,6 +3,9 @@
 // driver (compare its answers with the fake's for the same state) and of
 // clients of the protocol (the harness's own). It keeps instances, load
 // balancers, routes, injected faults and a call log, and nothing else.
+//
+// Floor: the driver SDK, a module of its own: the standard library only, so
+// a provider's driver can import it without the harness.
 package fakecloud
 
 import (

@@ -1,6 +1,9 @@
 // Package ccm starts and stops the cloud-controller-manager under test when
 // the harness runs it as a local process, and reads what a CCM executable's
 // Go build info says of the module it was built from (buildinfo.go).
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package ccm
 
 import (

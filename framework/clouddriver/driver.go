@@ -1,6 +1,9 @@
 // Package clouddriver is the harness side of the cloud-driver protocol: it
 // runs a provider's driver executable with a verb and JSON on stdin, and
 // decodes the JSON it prints. See docs/cloud-driver.md.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package clouddriver
 
 import (

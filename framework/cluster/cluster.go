@@ -12,6 +12,9 @@
 // the run's metadata (Describer), its build's commit (Versioned), a
 // network of its own (Networked) and images loaded into its nodes
 // (ImageLoader).
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package cluster
 
 import (

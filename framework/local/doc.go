@@ -17,4 +17,7 @@
 // module proxy on first use; see docs/local-cluster.md for the cache, its
 // environment overrides, the directory layout, and the state file through
 // which a detached cluster is stopped by StopDir.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package local

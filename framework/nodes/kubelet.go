@@ -9,6 +9,9 @@
 // kube-controller-manager marked it Unknown, say) or when the condition was
 // last posted longer ago than Options.StatusReportInterval: kube-controller-
 // manager takes either as a sign of life.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package nodes
 
 import (

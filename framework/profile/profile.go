@@ -3,6 +3,9 @@
 // claims, how to reach its cloud driver, and how long each wait may take.
 //
 // The format is documented in docs/profile.md.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package profile
 
 import (

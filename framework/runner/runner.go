@@ -10,6 +10,9 @@
 // over lanes (lanes.go): worker processes, each with a world of its own,
 // that take the specs in turn. The results are merged as if one world had
 // run them.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package runner
 
 import (

@@ -12,6 +12,9 @@
 //
 // It must not run while a run uses the cluster: it would take that run's
 // namespaces and machines.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package sweep
 
 import (

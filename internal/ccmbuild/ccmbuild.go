@@ -32,6 +32,9 @@
 // `go version -m` of it and the go.mod that built it. As in k8sbin, builds of one binary are serialized
 // by an flock on <binary>.lock and the binary appears only by rename,
 // complete.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package ccmbuild
 
 import (

@@ -3,6 +3,9 @@
 // Makefile, artifacts) instead of their own source file's path, which
 // -trimpath, used by the project's builds and tests, turns into a module
 // path.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package checkout
 
 import (

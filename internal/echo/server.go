@@ -4,6 +4,9 @@
 // which the specs read with framework.ParseEchoAnswer), and serves GET
 // /healthz for readiness probes. cmd/echo-server is its main; its image is
 // built by internal/images (docs/images.md).
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package echo
 
 import (

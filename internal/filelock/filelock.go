@@ -1,6 +1,9 @@
 // Package filelock is the lock that keeps two processes from building the
 // same cached thing at once (a Kubernetes binary, a kind node image): an
 // flock on a file beside it, waited for with progress.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package filelock
 
 import (

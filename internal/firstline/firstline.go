@@ -2,6 +2,9 @@
 // an error from another process) to its first, for one-line errors,
 // progress lines and table cells. A leaf: it imports the standard library
 // only.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package firstline
 
 import "strings"

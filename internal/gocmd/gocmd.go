@@ -6,6 +6,9 @@
 // line and the tail of its output (Error).
 //
 // It is a leaf: it imports no harness package.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package gocmd
 
 import (

@@ -5,6 +5,9 @@
 // `ccm-conformance ccm image` puts a provider's CCM, built elsewhere, into
 // the same image, labelled from its Go build info (BuildBinary)
 // (docs/images.md).
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package images
 
 import (

@@ -16,6 +16,9 @@
 // Builds of one binary are serialized by an flock on <name>.lock beside it, and
 // a binary appears in the cache only by rename, complete; so parallel tests and
 // concurrent processes share the cache safely.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package k8sbin
 
 import (

@@ -2,6 +2,9 @@
 // it if it is killed (a container, a kind cluster), so that a later run can
 // tell what a killed harness left behind from what a running one uses.
 // SIGKILL leaves a process no chance to clean up; its successor can.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package owner
 
 import (

@@ -8,6 +8,9 @@
 // preloaded into the node's containerd. The result is imported into the
 // local Docker engine under a tag that names the versions it holds, so that
 // a second Ensure finds it and builds nothing (docs/kind.md).
+//
+// Floor: part of the kind backend. It stands on the leaves only, so that
+// `kind node-image` builds no cluster code.
 package nodeimage
 
 import (

@@ -99,4 +99,8 @@
 //	export VSPHERE_CLOUD_CONFIG=/tmp/vs/vsphere.conf VSPHERE_CONTROL_SOCKET=/tmp/vs/vsphere-control.sock
 //	echo '{"name":"n1"}' | vsphere-cloud-driver instance create
 //	vsphere-cloud-controller-manager --cloud-config=/tmp/vs/vsphere.conf --kubeconfig=... --leader-elect=false
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package vsphere

@@ -6,6 +6,10 @@
 // Every page is self-contained: inline CSS and SVG, no script, no external
 // asset. Every text that comes from results goes through html/template.
 // The layout is documented in docs/dashboard.md.
+//
+// Floor: the reports. They stand on the leaves and each other, not on the
+// framework, so that reading and judging results builds no harness;
+// reports/floor_test.go holds that.
 package dashboard
 
 import (

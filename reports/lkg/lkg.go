@@ -2,6 +2,10 @@
 // store: which (Kubernetes version and commit, CCM digest) pair of each
 // provider is known good, which pairs are flaky or red, and which providers
 // are stale. The rules are documented in docs/lkg.md.
+//
+// Floor: the reports. They stand on the leaves and each other, not on the
+// framework, so that reading and judging results builds no harness;
+// reports/floor_test.go holds that.
 package lkg
 
 import (

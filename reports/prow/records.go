@@ -9,6 +9,10 @@
 // (the store, the LKG rules, the dashboard) can use it. What writes a run
 // directory during a run is reports/rundir. The layout is documented in
 // docs/artifacts.md.
+//
+// Floor: the reports. They stand on the leaves and each other, not on the
+// framework, so that reading and judging results builds no harness;
+// reports/floor_test.go holds that.
 package prow
 
 import (

@@ -10,6 +10,9 @@
 //
 // The format itself, which readers of results need, is reports/prow; this
 // package is above it and above framework/runner.
+//
+// Floor: the reports, as their one writer of a run directory: the only
+// reports package that stands on the framework (its runner).
 package rundir
 
 import (

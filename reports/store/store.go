@@ -14,6 +14,10 @@
 // through gocloud.dev/blob: a plain path or file:///dir (the default kind),
 // gs://bucket[/prefix], s3://bucket[/prefix]?region=..., mem:// (tests).
 // See docs/results-store.md.
+//
+// Floor: the reports. They stand on the leaves and each other, not on the
+// framework, so that reading and judging results builds no harness;
+// reports/floor_test.go holds that.
 package store
 
 import (

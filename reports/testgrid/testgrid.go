@@ -2,6 +2,10 @@
 // provider's results from a results store (or a Prow job's bucket): a test
 // group reading the job's runs and a dashboard tab showing it. Field names
 // are TestGrid's (its config.proto: TestGroup, DashboardTab).
+//
+// Floor: the reports. They stand on the leaves and each other, not on the
+// framework, so that reading and judging results builds no harness;
+// reports/floor_test.go holds that.
 package testgrid
 
 import (

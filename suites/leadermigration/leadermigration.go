@@ -8,6 +8,9 @@
 // and --enable-leader-migration, and restarts the main CCM at the end. The
 // peers are CCM instances too: docs/leader-migration.md says why
 // kube-controller-manager v1.37.2 cannot be one.
+//
+// Floor: the suites. They stand on the framework alone and name
+// capabilities, never a provider.
 package leadermigration
 
 import (

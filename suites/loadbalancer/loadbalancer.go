@@ -2,6 +2,9 @@
 // service controller and the cloud's load balancers, from creation through
 // updates and node-set changes to deletion, and the data path where the
 // environment has one.
+//
+// Floor: the suites. They stand on the framework alone and name
+// capabilities, never a provider.
 package loadbalancer
 
 import (

@@ -1,6 +1,9 @@
 // Package nodeaddress checks that the CCM initializes nodes from their
 // cloud instances: the uninitialized taint goes, and providerID, addresses,
 // instance type, zone and region match what the cloud reports.
+//
+// Floor: the suites. They stand on the framework alone and name
+// capabilities, never a provider.
 package nodeaddress
 
 import (

@@ -3,6 +3,9 @@
 // become the node's addresses of their type, listed first; addresses of
 // other types stay; an IP the cloud does not know keeps the node
 // uninitialized.
+//
+// Floor: the suites. They stand on the framework alone and name
+// capabilities, never a provider.
 package nodeip
 
 import (

@@ -2,6 +2,9 @@
 // the Node of a deleted instance is deleted, the Node of a stopped instance
 // is tainted as shut down and kept, and a NotReady Node is not deleted
 // while the cloud cannot say whether its instance exists.
+//
+// Floor: the suites. They stand on the framework alone and name
+// capabilities, never a provider.
 package nodelifecycle
 
 import (

@@ -1,6 +1,9 @@
 // Package routes checks the CCM's route controller: every node's podCIDRs
 // get a cloud route to that node, NodeNetworkUnavailable is cleared, routes
 // of gone nodes are removed, and routes outside the cluster are left alone.
+//
+// Floor: the suites. They stand on the framework alone and name
+// capabilities, never a provider.
 package routes
 
 import (

@@ -2,6 +2,9 @@
 // processes (the harness, the kubetest2 tester, the reference provider):
 // it builds them once per test binary from this checkout, and writes copies
 // of the reference profile that point at them.
+//
+// Floor: test support, for the project's own tests only; it may stand on
+// any floor below the commands.
 package testbin
 
 import (

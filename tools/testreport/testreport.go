@@ -4,6 +4,9 @@
 // was slow or skipped, and at the end where the time went (the slowest
 // tests and packages) and a closing count. scripts/test.sh pipes `make
 // test` through it, so that every CI log says which tests cost its minutes.
+//
+// Floor: the tools, programs that build and test the project. They stand on
+// the leaves.
 package testreport
 
 import (

@@ -1,4 +1,7 @@
 // Package app is the ccm-conformance command line.
+//
+// Floor: the commands, the top. They parse flags and delegate to the floors
+// below.
 package app
 
 import (

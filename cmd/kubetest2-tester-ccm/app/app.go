@@ -17,6 +17,9 @@
 // files and records go straight into $ARTIFACTS, the tester's keys are
 // merged into $ARTIFACTS/metadata.json, and the exit code is non-zero when
 // a spec or the harness failed. See docs/kubetest2.md.
+//
+// Floor: the commands, the top. They parse flags and delegate to the floors
+// below.
 package app
 
 import (

@@ -7,4 +7,7 @@
 // (make e2e-binaries also builds the ginkgo CLI beside it). Without the tag
 // the package has no tests, so `go test ./...` does not run a conformance
 // run.
+//
+// Floor: the commands, the top. They parse flags and delegate to the floors
+// below.
 package e2etest

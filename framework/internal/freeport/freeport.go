@@ -16,6 +16,9 @@
 // also claimed in a file every harness process on the machine shares
 // (claimFile), for claimLease: long enough for its component to start and
 // bind it. A port another process has claimed is not drawn.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package freeport
 
 import (

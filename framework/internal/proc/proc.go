@@ -1,6 +1,9 @@
 // Package proc starts and stops the child processes of a run (the CCM under
 // test, profile services). A child gets its own process group, dies with
 // the harness (Pdeathsig), and writes stdout and stderr to a log file.
+//
+// Floor: the framework. It stands on the leaves and links no suite, report,
+// check, backend, provider or command; framework/floor_test.go holds that.
 package proc
 
 import (

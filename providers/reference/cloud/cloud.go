@@ -5,6 +5,10 @@
 // It is written to be read: a provider author can hold it next to their own
 // CCM. Everything cloud-specific goes through cloudapi.Client; everything
 // else is the ordinary shape of an external cloud provider.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package cloud
 
 import (

@@ -8,6 +8,10 @@
 // does, while the suites still see real effects (a Service's ingress IP
 // answers connections). For the harness's own tests it records every call
 // and can inject faults.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package cloudapi
 
 import "time"

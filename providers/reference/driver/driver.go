@@ -4,6 +4,10 @@
 //
 // It is an example for provider authors as much as a tool for the harness:
 // a driver only translates between the protocol's objects and its cloud's.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package driver
 
 import (

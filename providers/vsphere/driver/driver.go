@@ -14,6 +14,10 @@
 // the vCenter, its CA, the datacenter, the tag categories and the address
 // rules, so that it reports an instance as that CCM will see it
 // (mapping.go). It never imports the harness.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package driver
 
 import (

@@ -14,6 +14,10 @@
 // The channel is HTTP with JSON bodies on a unix socket in the run's
 // directory. This package imports neither govmomi nor the simulator, so the
 // cloud driver stays small.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package simctl
 
 import (

@@ -2,6 +2,9 @@
 // it writes a described run through the real run directory observer
 // (reports/rundir), as a run would, and publishes it. The emulators of the
 // stores' buckets are in reports/store/storetest.
+//
+// Floor: the reports, as their one writer of a run directory: the only
+// reports package that stands on the framework (its runner).
 package rundirtest
 
 import (

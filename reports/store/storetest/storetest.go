@@ -3,6 +3,10 @@
 // gofakes3 for s3:// stores. Seeding a store with runs is
 // reports/rundir/rundirtest's; this package stands on nothing of the
 // harness.
+//
+// Floor: the reports. They stand on the leaves and each other, not on the
+// framework, so that reading and judging results builds no harness;
+// reports/floor_test.go holds that.
 package storetest
 
 import (

@@ -2,6 +2,9 @@
 // with --targets, the echo server) into OCI images FROM scratch and loads
 // them into the local Docker engine. `make images` runs it; see
 // docs/images.md.
+//
+// Floor: a leaf. It links nothing of the harness but other leaves
+// (internal/, kubeversion, labels); internal/floor_test.go holds that.
 package main
 
 import (

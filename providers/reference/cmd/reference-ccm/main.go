@@ -9,6 +9,10 @@
 //	    --reference-identity=ccm-1 --reference-defects=wrong-zone
 //
 // --cloud-provider defaults to "reference". See docs/reference-provider.md.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package main
 
 import (

@@ -3,6 +3,10 @@
 // simulated cloud named by $REFERENCE_CLOUD_ENDPOINT.
 //
 //	echo '{"name":"n1"}' | reference-cloud-driver instance get
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package main
 
 import (

@@ -4,6 +4,10 @@
 //	reference-cloud --listen unix:///tmp/cloud.sock
 //
 // It logs one line per request on stderr. See docs/reference-provider.md.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package main
 
 import (

@@ -5,6 +5,10 @@
 // ($VSPHERE_CONTROL_SOCKET). See providers/vsphere/driver.
 //
 //	echo '{"name":"n1"}' | vsphere-cloud-driver instance get
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package main
 
 import (

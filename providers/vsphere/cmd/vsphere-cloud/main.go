@@ -6,6 +6,10 @@
 //
 // It writes the CCM's cloud config, the CA certificate, the control socket
 // and, last, vsphere-cloud.ready into --dir. It logs on stderr.
+//
+// Floor: a provider. It links the driver SDK and nothing else of this
+// repository, as a provider's own repository would; providers/floor_test.go
+// holds that.
 package main
 
 import (

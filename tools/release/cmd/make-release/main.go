@@ -1,5 +1,8 @@
 // Command make-release is `make release` (docs/releasing.md): it writes a
 // release of the checkout into a fresh directory.
+//
+// Floor: the tools, programs that build and test the project. They stand on
+// the leaves.
 package main
 
 import (

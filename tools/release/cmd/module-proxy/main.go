@@ -1,6 +1,9 @@
 // Command module-proxy serves a folder of this checkout as one module
 // version from a GOPROXY=file://... directory (release.WriteModuleVersion):
 // scripts/tidy.sh serves the cloud-driver SDK to `go mod tidy` with it.
+//
+// Floor: the tools, programs that build and test the project. They stand on
+// the leaves.
 package main
 
 import (

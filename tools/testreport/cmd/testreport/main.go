@@ -2,6 +2,9 @@
 // log a person reads (see package testreport). It exits 1 when a test or a
 // package failed, 2 when its input could not be read. scripts/test.sh
 // pipes the project's tests through it.
+//
+// Floor: the tools, programs that build and test the project. They stand on
+// the leaves.
 package main
 
 import (
