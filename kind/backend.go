@@ -227,6 +227,9 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 		if nio.Getenv == nil {
 			nio.Getenv = opts.Getenv
 		}
+		if nio.KubernetesVersion == "" {
+			nio.KubernetesVersion = in.KubernetesVersion
+		}
 		img, err := nodeimage.Resolve(ctx, nio)
 		if err != nil {
 			return nil, fmt.Errorf("kind: %w", err)

@@ -68,6 +68,11 @@ type StartInput struct {
 	// real nodes then sets no routes of its own between them
 	// (profile cluster.podRoutes: cloud).
 	CloudRoutesPods bool
+	// KubernetesVersion is the release of a cluster the backend makes
+	// (the run's --kubernetes-version, else the profile's
+	// cluster.kubernetesVersion); "" for the backend's default. A backend
+	// that attaches to a running cluster says that it ignores it.
+	KubernetesVersion string
 	// Progress receives human-readable progress of long steps.
 	Progress io.Writer
 }

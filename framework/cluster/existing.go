@@ -29,7 +29,8 @@ func (b existingBackend) SimulatesNodes() bool { return false }
 
 // Start loads the kubeconfig and checks that the cluster answers. Errors
 // name the kubeconfig: one that does not load is an *InputError.
-func (b existingBackend) Start(ctx context.Context, _ StartInput) (Cluster, error) {
+func (b existingBackend) Start(ctx context.Context, in StartInput) (Cluster, error) {
+	NoteVersionIgnored(in)
 	config, err := clientcmd.BuildConfigFromFlags("", b.path)
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("--kubeconfig %s: %s", b.path, firstline.Marked(err.Error()))}
@@ -63,3 +64,11 @@ type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
+
+// NoteVersionIgnored says on the run's progress that a Kubernetes version
+// asked for is ignored: the cluster already runs, whatever its version.
+func NoteVersionIgnored(in StartInput) {
+	if in.KubernetesVersion != "" && in.Progress != nil {
+		fmt.Fprintf(in.Progress, "note: Kubernetes %s (cluster.kubernetesVersion) is ignored: the run uses an existing cluster, whatever its version\n", in.KubernetesVersion)
+	}
+}

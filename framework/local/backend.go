@@ -47,6 +47,9 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	// The cluster lives in the run's directory, which the run removes, and
 	// the run copies its logs before stopping it (ExportLogs).
 	opts.Disposable = true
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = in.KubernetesVersion
+	}
 	c, err := Start(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -103,7 +106,8 @@ func (b attachBackend) Name() string { return BackendName }
 
 func (b attachBackend) SimulatesNodes() bool { return true }
 
-func (b attachBackend) Start(ctx context.Context, _ cluster.StartInput) (cluster.Cluster, error) {
+func (b attachBackend) Start(ctx context.Context, in cluster.StartInput) (cluster.Cluster, error) {
+	cluster.NoteVersionIgnored(in)
 	state, err := ReadState(b.dir)
 	if err != nil {
 		return nil, &cluster.InputError{Err: fmt.Errorf("--cluster-dir %s: %w", b.dir, err)}

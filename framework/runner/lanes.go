@@ -201,15 +201,16 @@ func runLane(ctx context.Context, opts Options, checked *Checked) error {
 		}
 	}
 	w := &world{
-		profile:   p,
-		image:     image,
-		ccmBinary: ccmBinary,
-		runID:     lane.RunID,
-		worldName: fmt.Sprintf("lane-%d", lane.Index),
-		backend:   opts.Backend,
-		out:       opts.Out,
-		logDir:    lane.logDir(),
-		info:      RunInfo{Provider: p.Name},
+		profile:           p,
+		image:             image,
+		ccmBinary:         ccmBinary,
+		runID:             lane.RunID,
+		worldName:         fmt.Sprintf("lane-%d", lane.Index),
+		backend:           opts.Backend,
+		kubernetesVersion: opts.KubernetesVersion,
+		out:               opts.Out,
+		logDir:            lane.logDir(),
+		info:              RunInfo{Provider: p.Name},
 	}
 	report, err := w.run(ctx, specRun{
 		suites: opts.Suites, labelFilter: opts.LabelFilter, out: opts.Out,

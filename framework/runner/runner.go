@@ -85,6 +85,10 @@ type Options struct {
 	// Lane is set in a worker process: run that lane's share of the specs
 	// and write its report for the coordinating process, nothing else.
 	Lane *Lane
+	// KubernetesVersion is the release of a cluster the backend makes;
+	// default the profile's cluster.kubernetesVersion, else the backend's
+	// own default (the pinned release).
+	KubernetesVersion string
 	// EchoImage is the echo server image the data path specs run as
 	// backend pods on a cluster that loads images (kind). Default
 	// framework.DefaultEchoImage.
@@ -310,15 +314,16 @@ func driverName(p *profile.Profile) string {
 // did not come up. The error is a harness error: setup or teardown failed.
 func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunInfo) (types.Report, error) {
 	w := &world{
-		profile:   checked.Profile,
-		image:     checked.Image,
-		ccmBinary: checked.CCMBinary,
-		runID:     info.RunID,
-		backend:   opts.Backend,
-		out:       opts.Out,
-		logDir:    opts.LogDir,
-		info:      *info,
-		echoRef:   cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
+		profile:           checked.Profile,
+		image:             checked.Image,
+		ccmBinary:         checked.CCMBinary,
+		runID:             info.RunID,
+		backend:           opts.Backend,
+		kubernetesVersion: opts.KubernetesVersion,
+		out:               opts.Out,
+		logDir:            opts.LogDir,
+		info:              *info,
+		echoRef:           cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
 	}
 	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, seed: info.Seed, out: opts.Out, verbose: true, afterSpecs: opts.AfterSpecs})
 	info.merge(w.info)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,10 +55,13 @@ type world struct {
 	runID     string
 	worldName string
 	backend   cluster.Backend
-	out       io.Writer
-	logDir    string // component logs
-	runDir    string // private, removed at the end
-	cleanups  []cleanup
+	// kubernetesVersion is the run's --kubernetes-version, "" for the
+	// profile's (Options.KubernetesVersion).
+	kubernetesVersion string
+	out               io.Writer
+	logDir            string // component logs
+	runDir            string // private, removed at the end
+	cleanups          []cleanup
 
 	// expander is the run's own (services, cloud driver); ccmExpander the
 	// main CCM's, instance 0, kept so that a restart gets the same ports.
@@ -185,11 +189,12 @@ func (w *world) startCluster(ctx context.Context) error {
 	w.logf("starting the cluster (%s backend)", w.backend.Name())
 	start := time.Now()
 	c, err := w.backend.Start(ctx, cluster.StartInput{
-		Dir:             w.runDir,
-		Nodes:           w.profile.Cluster.Nodes,
-		IPFamilies:      w.profile.Cluster.IPFamilies,
-		CloudRoutesPods: w.profile.Cluster.PodRoutes == profile.PodRoutesCloud,
-		Progress:        w.out,
+		Dir:               w.runDir,
+		Nodes:             w.profile.Cluster.Nodes,
+		IPFamilies:        w.profile.Cluster.IPFamilies,
+		CloudRoutesPods:   w.profile.Cluster.PodRoutes == profile.PodRoutesCloud,
+		KubernetesVersion: cmp.Or(w.kubernetesVersion, w.profile.Cluster.KubernetesVersion),
+		Progress:          w.out,
 	})
 	if err != nil {
 		var inErr *cluster.InputError

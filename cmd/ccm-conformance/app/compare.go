@@ -103,7 +103,7 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 				return harnessErr(err)
 			}
 			version := cmp.Or(clusterKubernetesVersion(kubernetesVersion, providerPath), local.DefaultKubernetesVersion)
-			backend, err := chooseBackend(backendName, "", "", version)
+			backend, err := chooseBackend(backendName, "", "")
 			if err != nil {
 				return harnessErr(err)
 			}
@@ -115,13 +115,14 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 			comparison := Comparison{Backend: backendName, KubernetesVersion: version}
 			var upstreamRan bool
 			opts := runner.Options{
-				ProfilePath:    providerPath,
-				Backend:        backend,
-				LabelFilter:    labelFilter,
-				ArtifactsDir:   artifacts,
-				Suites:         suites.All(),
-				HarnessVersion: Version,
-				EchoImage:      echoImage,
+				ProfilePath:       providerPath,
+				Backend:           backend,
+				LabelFilter:       labelFilter,
+				ArtifactsDir:      artifacts,
+				KubernetesVersion: version,
+				Suites:            suites.All(),
+				HarnessVersion:    Version,
+				EchoImage:         echoImage,
 				AfterSpecs: func(ctx context.Context, w runner.WorldView) error {
 					comparison.Ours = oursFrom(w.Report, labelFilter)
 					res, err := runUpstream(ctx, w, tools, upstreame2e.Options{
@@ -373,4 +374,19 @@ func checkExecutableFile(path string) error {
 		return fmt.Errorf("%s is not an executable file", path)
 	}
 	return nil
+}
+
+// clusterKubernetesVersion is the Kubernetes release of the cluster
+// compare-upstream makes, which it must know before the run to build
+// upstream's specs of that release: --kubernetes-version, else the profile's
+// cluster.kubernetesVersion, else "" (the pinned release). A profile that
+// does not load is reported by the run itself, with its other problems.
+func clusterKubernetesVersion(flag, profilePath string) string {
+	if flag != "" {
+		return flag
+	}
+	if p, err := profile.Load(profilePath); err == nil {
+		return p.Cluster.KubernetesVersion
+	}
+	return ""
 }

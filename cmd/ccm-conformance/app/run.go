@@ -17,10 +17,8 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
-	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/ccm-conformance/ccm-conformance/kind"
-	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
 	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/suites"
@@ -79,11 +77,8 @@ selected spec was skipped; the error line names the commonest reason).`,
 			if existing && kubernetesVersion != "" {
 				return &exitError{code: runner.ExitHarnessError, err: errors.New("--kubernetes-version picks the release of a cluster the harness makes; --kubeconfig and --cluster-dir name an existing one")}
 			}
-			version := clusterKubernetesVersion(kubernetesVersion, opts.ProfilePath)
-			if existing && version != "" && laneFile == "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: the profile's cluster.kubernetesVersion (%s) is ignored: the run uses an existing cluster, whatever its version\n", version)
-			}
-			backend, err := chooseBackend(backendName, kubeconfig, clusterDir, version)
+			opts.KubernetesVersion = kubernetesVersion
+			backend, err := chooseBackend(backendName, kubeconfig, clusterDir)
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
@@ -132,29 +127,15 @@ func checkVersionFlag(flag, v string) error {
 	return nil
 }
 
-// clusterKubernetesVersion is the Kubernetes release of the cluster the
-// harness makes: --kubernetes-version, else the profile's
-// cluster.kubernetesVersion, else "" (the pinned release). A profile that
-// does not load is reported by the run itself, with its other problems.
-func clusterKubernetesVersion(flag, profilePath string) string {
-	if flag != "" {
-		return flag
-	}
-	if p, err := profile.Load(profilePath); err == nil {
-		return p.Cluster.KubernetesVersion
-	}
-	return ""
-}
-
 // chooseBackend picks the cluster backend from the flags.
-func chooseBackend(backendName, kubeconfig, clusterDir, kubernetesVersion string) (cluster.Backend, error) {
+func chooseBackend(backendName, kubeconfig, clusterDir string) (cluster.Backend, error) {
 	switch backendName {
 	case local.BackendName:
 	case kind.BackendName:
 		if kubeconfig != "" || clusterDir != "" {
 			return nil, errors.New("--backend kind makes a new cluster; --kubeconfig and --cluster-dir name an existing one")
 		}
-		return kind.Backend(kind.Options{NodeImageOptions: nodeimage.Options{KubernetesVersion: kubernetesVersion}}), nil
+		return kind.Backend(kind.Options{}), nil
 	default:
 		return nil, fmt.Errorf("--backend %q: want %s or %s", backendName, local.BackendName, kind.BackendName)
 	}
@@ -169,7 +150,7 @@ func chooseBackend(backendName, kubeconfig, clusterDir, kubernetesVersion string
 	case clusterDir != "":
 		return local.Attach(clusterDir), nil
 	}
-	return local.Backend(local.Options{KubernetesVersion: kubernetesVersion}), nil
+	return local.Backend(local.Options{}), nil
 }
 
 // chooseLanes sets opts.Lanes from --parallel. Only a backend that makes a
