@@ -11,6 +11,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/internal/ccmbuild"
+	"github.com/ccm-conformance/ccm-conformance/internal/filehash"
 )
 
 // CCMExecutable returns the executable of a CCM the harness starts as a
@@ -77,7 +78,7 @@ func recordCCMBinary(info *RunInfo, path string, out io.Writer) {
 	if !strings.Contains(path, "/") {
 		file, _ = exec.LookPath(path)
 	}
-	info.CCMDigest, _ = fileDigest(file)
+	info.CCMDigest, _ = filehash.Digest(file)
 	bi, err := ccm.ReadBinaryInfo(file)
 	if err != nil {
 		fmt.Fprintf(out, "[ccm-conformance] the run does not record which module the CCM is: %v\n", err)

@@ -19,7 +19,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -418,19 +417,6 @@ func NoSpecsSummaryText(provider string, runErr error) string {
 		reason = oneLine(runErr.Error())
 	}
 	return fmt.Sprintf("provider: %s\nharness error: %s\nconformance: no specs ran\n", provider, reason)
-}
-
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 var errNoBackend = errors.New("no cluster backend")

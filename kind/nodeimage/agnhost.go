@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/filehash"
 )
 
 // AgnhostPackages are what upstream's e2e specs run inside agnhost besides
@@ -65,7 +66,7 @@ func EnsureAgnhostImage(ctx context.Context, o AgnhostOptions) error {
 	}
 	b := &builder{opts: opts, dir: filepath.Join(opts.CacheDir, "kind")}
 	rootfsKey := agnhostRootfsHash(opts.DebianSuite, opts.DebianMirror)
-	binSum, err := fileSHA256(o.Binary)
+	binSum, err := filehash.SHA256(o.Binary)
 	if err != nil {
 		return fmt.Errorf("agnhost image: %w", err)
 	}
@@ -165,18 +166,4 @@ func (b *builder) agnhostRootfs(ctx context.Context, key string) (string, error)
 	}
 	b.progressf("agnhost root filesystem: ready in %s (%s)", final, time.Since(start).Round(time.Second))
 	return final, nil
-}
-
-// fileSHA256 is the hex SHA-256 of a file's contents.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

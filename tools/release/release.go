@@ -12,8 +12,6 @@ package release
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +23,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/ccm-conformance/ccm-conformance/internal/filehash"
 	"github.com/ccm-conformance/ccm-conformance/internal/images"
 )
 
@@ -179,26 +178,13 @@ func buildBinaries(ctx context.Context, repo, outDir, version, goos, goarch stri
 func writeChecksums(dir string, files []string, name string) error {
 	var b strings.Builder
 	for _, f := range files {
-		sum, err := fileSHA256(filepath.Join(dir, f))
+		sum, err := filehash.SHA256(filepath.Join(dir, f))
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "%s  %s\n", sum, f)
 	}
 	return os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644)
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func lastLines(s string, n int) string {
