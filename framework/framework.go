@@ -244,6 +244,14 @@ func quoteVerbs(verbs []clouddriver.Verb) string {
 // have. It is not a capability, so it never causes a skip.
 const ReleaseBlocking = labels.ReleaseBlocking
 
+// The report entries a spec records for the reports (package labels says
+// what each holds): how long the CCM took to initialize a joining node,
+// and a load balancer to get its ingress.
+const (
+	EntryNodeInitialized   = labels.EntryNodeInitialized
+	EntryLoadBalancerReady = labels.EntryLoadBalancerReady
+)
+
 // NeedsSimulatedNodes and NeedsSimulatedCloud label a release-blocking spec
 // that only some backends can run (package labels says which): it blocks
 // there and nowhere else. They go with the checks that skip the spec

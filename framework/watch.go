@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // WatchPollInterval is how often a watched wait (Framework.Eventually,
@@ -28,7 +30,7 @@ const WatchPollInterval = 10 * time.Millisecond
 // ObservationLagEntry names the report entries that record, for a watched
 // wait that had to wait, how long after the awaited change reached the
 // harness the wait returned (docs/performance.md).
-const ObservationLagEntry = "observation-lag"
+const ObservationLagEntry = labels.EntryObservationLag
 
 // Watch keeps the cluster's Nodes and Services as the harness last heard
 // of them, from one watch each, and when each version arrived. Specs read

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // suiteTimeout bounds a whole ginkgo run; the specs' own named timeouts
@@ -97,7 +98,7 @@ func (sr specRun) run(f *framework.Framework) types.Report {
 // DriverFaultEntry is the report entry of a failed spec in which the cloud
 // driver broke its protocol; its value is the driver's first protocol
 // error. Such a spec failed for the driver's sake, not the CCM's.
-const DriverFaultEntry = "cloud-driver-fault"
+const DriverFaultEntry = labels.EntryDriverFault
 
 // attributeDriverFaults marks each failed spec in which the cloud driver
 // broke its protocol (clouddriver.KindProtocol) with a DriverFaultEntry.

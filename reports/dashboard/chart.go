@@ -7,15 +7,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // latencyTitles name the latencies the suites record and the harness's
 // own timings of a run.
 var latencyTitles = map[string]string{
-	"load-balancer-ready": "Time to load-balancer ready",
-	"node-initialized":    "Time to node initialized",
-	SetupTiming:           "Setup time (the slowest world)",
-	ObservationLagP99:     "Observation lag of watched waits, p99",
+	labels.EntryLoadBalancerReady: "Time to load-balancer ready",
+	labels.EntryNodeInitialized:   "Time to node initialized",
+	SetupTiming:                   "Setup time (the slowest world)",
+	ObservationLagP99:             "Observation lag of watched waits, p99",
 }
 
 // Geometry of a chart, in SVG user units.

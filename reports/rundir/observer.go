@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
@@ -214,7 +215,7 @@ func specRecords(info runner.RunInfo, report types.Report, res *runner.Result, r
 
 // ObservationLagEntry is the name of the report entries that hold a
 // watched wait's observation lag (framework.ObservationLagEntry).
-const ObservationLagEntry = "observation-lag"
+const ObservationLagEntry = labels.EntryObservationLag
 
 // timings turns the ginkgo report into timings.json.
 func timings(report types.Report, info runner.RunInfo) prow.Timings {

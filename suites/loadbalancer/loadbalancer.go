@@ -98,7 +98,7 @@ func (l *lb) waitForIngress(ctx context.Context, name string) *corev1.Service {
 	// balancer took, for timings.json.
 	if at, ok := l.created[name]; ok {
 		delete(l.created, name)
-		AddReportEntry("load-balancer-ready", time.Since(at), ReportEntryVisibilityFailureOrVerbose)
+		AddReportEntry(framework.EntryLoadBalancerReady, time.Since(at), ReportEntryVisibilityFailureOrVerbose)
 	}
 	return svc
 }

@@ -147,7 +147,7 @@ func declare(f *framework.Framework) {
 				g.Expect(n.Spec.ProviderID).To(Equal(m.Instance.ProviderID), "node %s: expected spec.providerID %q (its instance's), saw %q",
 					m.Name, m.Instance.ProviderID, n.Spec.ProviderID)
 			})
-			AddReportEntry("node-initialized", time.Since(added), ReportEntryVisibilityFailureOrVerbose)
+			AddReportEntry(framework.EntryNodeInitialized, time.Since(added), ReportEntryVisibilityFailureOrVerbose)
 		})
 
 		It("updates a node's addresses when the cloud changes them", func(ctx SpecContext) {
