@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 )
 
@@ -334,23 +335,8 @@ func (c *container) remove(ctx context.Context) error {
 	}
 }
 
-// DockerError is a docker command that failed: its command line, how it
-// ended and what it printed.
-type DockerError struct {
-	Command []string
-	Output  string
-	Err     error
-}
-
-func (e *DockerError) Error() string {
-	return fmt.Sprintf("%s: %v: %s", proc.CommandLine(e.Command), e.Err, strings.TrimSpace(e.Output))
-}
-
-func (e *DockerError) Unwrap() error { return e.Err }
-
 // docker runs a short docker command and returns its stdout.
 func docker(ctx context.Context, cli string, args ...string) (string, error) {
-	command := append([]string{cli}, args...)
 	cmd := exec.CommandContext(ctx, cli, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -358,7 +344,7 @@ func docker(ctx context.Context, cli string, args ...string) (string, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return stdout.String(), &DockerError{Command: command, Output: stderr.String() + stdout.String(), Err: err}
+		return stdout.String(), &command.Error{Command: command.Line(cli, nil, args), Output: command.Tail(stderr.String()+stdout.String(), command.TailLines), Err: err}
 	}
 	return stdout.String(), nil
 }
@@ -366,13 +352,13 @@ func docker(ctx context.Context, cli string, args ...string) (string, error) {
 // isGone says a docker command failed because the container (or image)
 // does not exist.
 func isGone(err error) bool {
-	var de *DockerError
-	return errors.As(err, &de) && strings.Contains(strings.ToLower(de.Output), "no such")
+	var de *command.Error
+	return errors.As(err, &de) && de.Said("no such")
 }
 
 func isBeingRemoved(err error) bool {
-	var de *DockerError
-	return errors.As(err, &de) && strings.Contains(de.Output, "already in progress")
+	var de *command.Error
+	return errors.As(err, &de) && de.Said("already in progress")
 }
 
 // ImageInfo is what the local Docker engine knows of an image.
@@ -420,9 +406,9 @@ func InspectImage(ctx context.Context, cli, ref string) (ImageInfo, error) {
 		if isGone(err) {
 			return ImageInfo{}, fmt.Errorf("image %s: %w (nothing is pulled: build or load it first, e.g. make images)", ref, ErrImageNotFound)
 		}
-		var de *DockerError
+		var de *command.Error
 		if errors.As(err, &de) {
-			return ImageInfo{}, fmt.Errorf("image %s: docker image inspect: %s", ref, dockerMessage(de.Output, de.Err.Error()))
+			return ImageInfo{}, fmt.Errorf("image %s: docker image inspect: %s", ref, dockerMessage(strings.Join(de.Output, "\n"), de.Err.Error()))
 		}
 		return ImageInfo{}, fmt.Errorf("image %s: %w", ref, err)
 	}

@@ -21,16 +21,17 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 )
 
 const (
 	// OutputTailLines is how many of the last lines of the go command's
 	// output an Error keeps.
-	OutputTailLines = 40
+	OutputTailLines = command.TailLines
 	// cancelDelay is how long a cancelled go command gets to stop after
 	// an interrupt before it is killed.
 	cancelDelay = 5 * time.Second
@@ -38,32 +39,10 @@ const (
 	defaultProgressInterval = 10 * time.Second
 )
 
-// Error is a go command that failed. Its message carries the command line
+// Error is a go command that failed: the harness's one command error
+// (command.Error), whose message carries the command line, the directory
 // and the last lines of the command's output.
-type Error struct {
-	// Command is the command line, led by the environment it set.
-	Command string
-	// Dir is the directory it ran in.
-	Dir string
-	// Output holds the last lines of its output.
-	Output []string
-	// Err is how it failed.
-	Err error
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (in %s): %v", e.Command, e.Dir, e.Err)
-	if len(e.Output) > 0 {
-		b.WriteString("\nlast lines of output:")
-		for _, l := range e.Output {
-			b.WriteString("\n  " + l)
-		}
-	}
-	return b.String()
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+type Error = command.Error
 
 // BuildEnv is the environment the go command runs with, beyond the
 // caller's: the project's static builds (CGO_ENABLED=0, as
@@ -147,7 +126,7 @@ func Run(ctx context.Context, c Command) (int, error) {
 	if err := cmd.Start(); err != nil {
 		pw.Close()
 		<-scanned
-		return 0, &Error{Command: CommandLine(c.Go, c.Env, c.Args), Dir: c.Dir, Err: err}
+		return 0, &Error{Command: command.Line(c.Go, c.Env, c.Args), Dir: c.Dir, Err: err}
 	}
 	waited := make(chan error, 1)
 	go func() {
@@ -166,7 +145,7 @@ func Run(ctx context.Context, c Command) (int, error) {
 				if ctx.Err() != nil {
 					err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 				}
-				return n, &Error{Command: CommandLine(c.Go, c.Env, c.Args), Dir: c.Dir, Output: lines, Err: err}
+				return n, &Error{Command: command.Line(c.Go, c.Env, c.Args), Dir: c.Dir, Output: lines, Err: err}
 			}
 			return n, nil
 		case <-ticker.C:
@@ -186,7 +165,7 @@ func Output(ctx context.Context, goCmd, dir string, env []string, args ...string
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, &Error{Command: CommandLine(goCmd, env, args), Dir: dir, Output: TailLines(stderr.String(), OutputTailLines), Err: err}
+		return out, &Error{Command: command.Line(goCmd, env, args), Dir: dir, Output: command.Tail(stderr.String(), OutputTailLines), Err: err}
 	}
 	return out, nil
 }
@@ -230,8 +209,8 @@ func Download(ctx context.Context, goCmd, dir, modVersion string, env ...string)
 		if runErr == nil {
 			runErr = fmt.Errorf("unexpected output %q", out.String())
 		}
-		lines := TailLines(stderr.String()+out.String(), OutputTailLines)
-		return info, &Error{Command: CommandLine(goCmd, BuildEnv(), cmd.Args[1:]), Dir: dir, Output: lines, Err: runErr}
+		lines := command.Tail(stderr.String()+out.String(), OutputTailLines)
+		return info, &Error{Command: command.Line(goCmd, BuildEnv(), cmd.Args[1:]), Dir: dir, Output: lines, Err: runErr}
 	}
 	return info, nil
 }
@@ -241,37 +220,4 @@ func Download(ctx context.Context, goCmd, dir, modVersion string, env ...string)
 func isPackageLine(line string) bool {
 	return line != "" && !strings.HasPrefix(line, "go: ") && !strings.HasPrefix(line, "#") &&
 		!strings.ContainsAny(line, " \t:")
-}
-
-// TailLines returns the last n lines of s.
-func TailLines(s string, n int) []string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return nil
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
-}
-
-// CommandLine renders a command as a shell would take it, led by its
-// environment overrides.
-func CommandLine(name string, env, args []string) string {
-	parts := make([]string, 0, len(env)+1+len(args))
-	for _, e := range env {
-		parts = append(parts, shellQuote(e))
-	}
-	parts = append(parts, shellQuote(name))
-	for _, a := range args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`;&|<>*?()[]{}!#~") {
-		return s
-	}
-	return strconv.Quote(s)
 }

@@ -10,14 +10,6 @@ import (
 	"time"
 )
 
-func TestCommandLine(t *testing.T) {
-	got := CommandLine("go", []string{"CGO_ENABLED=0", "GOFLAGS=-mod=mod -trimpath"}, []string{"build", "-ldflags", "-X a.b=c d", "k8s.io/x"})
-	want := `CGO_ENABLED=0 "GOFLAGS=-mod=mod -trimpath" go build -ldflags "-X a.b=c d" k8s.io/x`
-	if got != want {
-		t.Errorf("CommandLine = %s, want %s", got, want)
-	}
-}
-
 func TestIsPackageLine(t *testing.T) {
 	for line, want := range map[string]bool{
 		"k8s.io/api/core/v1":                 true,
@@ -29,15 +21,6 @@ func TestIsPackageLine(t *testing.T) {
 		if got := isPackageLine(line); got != want {
 			t.Errorf("isPackageLine(%q) = %v, want %v", line, got, want)
 		}
-	}
-}
-
-func TestTailLines(t *testing.T) {
-	if got := TailLines("a\nb\nc\n", 2); strings.Join(got, ",") != "b,c" {
-		t.Errorf("TailLines = %q", got)
-	}
-	if got := TailLines("", 2); got != nil {
-		t.Errorf("TailLines of nothing = %q, want nil", got)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/mod/module"
 
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 	"github.com/ccm-conformance/ccm-conformance/internal/gocmd"
 )
 
@@ -283,7 +284,7 @@ func CheckDocker(ctx context.Context, docker string) error {
 	defer cancel()
 	out, err := run(ctx, "", nil, []string{docker, "version", "--format", "{{.Server.Version}}"})
 	if err != nil {
-		var ce *CommandError
+		var ce *command.Error
 		if errors.As(err, &ce) {
 			err = ce.Err
 		}

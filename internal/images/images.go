@@ -28,6 +28,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 )
 
 // Bounds of the steps of a build.
@@ -475,28 +477,10 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// CommandError is a command that failed: its command line, how it ended
-// and the last lines of its output.
-type CommandError struct {
-	Command []string
-	Output  string
-	Err     error
-}
-
-func (e *CommandError) Error() string {
-	lines := strings.Split(strings.TrimRight(e.Output, "\n"), "\n")
-	if len(lines) > outputTail {
-		lines = lines[len(lines)-outputTail:]
-	}
-	return fmt.Sprintf("%s: %v\noutput:\n  %s", strings.Join(e.Command, " "), e.Err, strings.Join(lines, "\n  "))
-}
-
-func (e *CommandError) Unwrap() error { return e.Err }
-
-// run runs command in dir (empty: the current one) with env (nil: the
+// run runs args in dir (empty: the current one) with env (nil: the
 // harness's) and returns its combined output.
-func run(ctx context.Context, dir string, env []string, command []string) (string, error) {
-	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
+func run(ctx context.Context, dir string, env []string, args []string) (string, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	var out bytes.Buffer
@@ -505,7 +489,7 @@ func run(ctx context.Context, dir string, env []string, command []string) (strin
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return out.String(), &CommandError{Command: command, Output: out.String(), Err: err}
+		return out.String(), &command.Error{Command: command.Line(args[0], nil, args[1:]), Dir: dir, Output: command.Tail(out.String(), outputTail), Err: err}
 	}
 	return out.String(), nil
 }

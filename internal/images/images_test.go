@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 )
 
 // readBack opens an image tarball with go-containerregistry, as another
@@ -292,9 +294,9 @@ func TestBuildFailureQuotesTheCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Build(context.Background(), Options{RepoDir: mod, OutDir: t.TempDir(), Version: "v1", Targets: []Target{{Name: "nope", Package: "./cmd/nope"}}})
-	var ce *CommandError
+	var ce *command.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("err = %v, want a *CommandError", err)
+		t.Fatalf("err = %v, want a *command.Error", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "go build -trimpath") || !strings.Contains(msg, "./cmd/nope") {
 		t.Errorf("error does not quote the command line and its output:\n%s", msg)

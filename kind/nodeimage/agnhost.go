@@ -71,7 +71,7 @@ func EnsureAgnhostImage(ctx context.Context, o AgnhostOptions) error {
 		return fmt.Errorf("agnhost image: %w", err)
 	}
 	key := agnhostRecipe + "-" + rootfsKey + "-" + binSum[:12]
-	have, _ := command{args: []string{opts.Docker, "image", "inspect", "--format", "{{index .Config.Labels \"" + agnhostLabel + "\"}}", o.Ref}}.output(ctx)
+	have, _ := buildCommand{args: []string{opts.Docker, "image", "inspect", "--format", "{{index .Config.Labels \"" + agnhostLabel + "\"}}", o.Ref}}.output(ctx)
 	if strings.TrimSpace(have) == key {
 		b.progressf("agnhost image %s is cached in Docker", o.Ref)
 		return nil
@@ -111,7 +111,7 @@ func EnsureAgnhostImage(ctx context.Context, o AgnhostOptions) error {
 	if err := writeImage(tarball, o.Ref, []string{base, bin}, cfg, runtime.GOARCH); err != nil {
 		return fmt.Errorf("agnhost image: %w", err)
 	}
-	if err := (command{args: []string{opts.Docker, "load", "-i", tarball}, step: "agnhost image: docker load"}).run(ctx); err != nil {
+	if err := (buildCommand{args: []string{opts.Docker, "load", "-i", tarball}, step: "agnhost image: docker load"}).run(ctx); err != nil {
 		return fmt.Errorf("agnhost image: %w", err)
 	}
 	b.progressf("agnhost image %s: made from %s and %s, loaded into Docker in %s", o.Ref, root, o.Binary, time.Since(start).Round(time.Second))
@@ -148,7 +148,7 @@ func (b *builder) agnhostRootfs(ctx context.Context, key string) (string, error)
 	start := time.Now()
 	b.progressf("agnhost root filesystem: debootstrap --variant=minbase %s from %s with %s into %s (a minute or two)",
 		b.opts.DebianSuite, b.opts.DebianMirror, strings.Join(AgnhostPackages(), ", "), tmp)
-	err := command{
+	err := buildCommand{
 		args:     []string{"debootstrap", "--variant=minbase", "--components=main", "--include=" + strings.Join(AgnhostPackages(), ","), b.opts.DebianSuite, tmp, b.opts.DebianMirror},
 		step:     "agnhost root filesystem: debootstrap",
 		progress: b.opts.Progress,

@@ -151,7 +151,7 @@ func (b *builder) assemble(ctx context.Context, img Image, rootfs string, bins m
 	}
 	defer removeTree(work)
 	b.progressf("assembling: copying the root filesystem to %s", work)
-	if err := (command{args: []string{"cp", "-a", rootfs, work}}).run(ctx); err != nil {
+	if err := (buildCommand{args: []string{"cp", "-a", rootfs, work}}).run(ctx); err != nil {
 		return err
 	}
 	os.Remove(filepath.Join(work, completeMarker))
@@ -191,7 +191,7 @@ func (b *builder) assemble(ctx context.Context, img Image, rootfs string, bins m
 		return err
 	}
 	b.progressf("assembling: preloading %d images into the node's containerd", len(tarballs))
-	err = command{args: []string{"unshare", "--mount", "--pid", "--fork", "chroot", work, "/bin/sh", "/tmp/preload.sh"},
+	err = buildCommand{args: []string{"unshare", "--mount", "--pid", "--fork", "chroot", work, "/bin/sh", "/tmp/preload.sh"},
 		step: "assembling: preload", progress: b.opts.Progress, interval: b.opts.ProgressInterval}.run(ctx)
 	if err != nil {
 		return fmt.Errorf("preloading the images: %w", err)
@@ -205,7 +205,7 @@ func (b *builder) assemble(ctx context.Context, img Image, rootfs string, bins m
 		pipeline += " -c " + shellQuote(c)
 	}
 	pipeline += " --message " + shellQuote("ccm-conformance kind node-image "+b.key.Hash()) + " - " + shellQuote(img.Tag)
-	err = command{args: []string{"bash", "-c", pipeline}, step: "assembling: docker import", progress: b.opts.Progress, interval: b.opts.ProgressInterval}.run(ctx)
+	err = buildCommand{args: []string{"bash", "-c", pipeline}, step: "assembling: docker import", progress: b.opts.Progress, interval: b.opts.ProgressInterval}.run(ctx)
 	if err != nil {
 		return fmt.Errorf("importing the node image: %w", err)
 	}
@@ -340,7 +340,7 @@ func buildPause(ctx context.Context, goCmd, dir string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "pause.bin")
-	err = command{args: []string{goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", out, "."}, dir: src,
+	err = buildCommand{args: []string{goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", out, "."}, dir: src,
 		env: []string{"CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod"}}.run(ctx)
 	if err != nil {
 		return "", fmt.Errorf("building pause: %w", err)

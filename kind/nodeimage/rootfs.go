@@ -44,7 +44,7 @@ func (b *builder) rootfs(ctx context.Context) (string, error) {
 	start := time.Now()
 	b.progressf("root filesystem: debootstrap --variant=minbase %s from %s with %d packages into %s (about 4 minutes)",
 		b.key.DebianSuite, b.key.DebianMirror, len(b.key.Packages), tmp)
-	err := command{
+	err := buildCommand{
 		args:     []string{"debootstrap", "--variant=minbase", "--components=main", "--include=" + strings.Join(b.key.Packages, ","), b.key.DebianSuite, tmp, b.key.DebianMirror},
 		step:     "root filesystem: debootstrap",
 		progress: b.opts.Progress,
@@ -93,7 +93,7 @@ func ensureDebootstrap(ctx context.Context, b *builder) error {
 	}
 	b.progressf("root filesystem: debootstrap is not installed; installing it with apt-get update && apt-get install -y debootstrap")
 	for _, args := range [][]string{{"apt-get", "update"}, {"apt-get", "install", "-y", "--no-install-recommends", "debootstrap"}} {
-		err := command{args: args, env: []string{"DEBIAN_FRONTEND=noninteractive"}, step: "root filesystem: " + args[0] + " " + args[1],
+		err := buildCommand{args: args, env: []string{"DEBIAN_FRONTEND=noninteractive"}, step: "root filesystem: " + args[0] + " " + args[1],
 			progress: b.opts.Progress, interval: b.opts.ProgressInterval}.run(ctx)
 		if err != nil {
 			return fmt.Errorf("installing debootstrap: %w", err)
@@ -131,7 +131,7 @@ func kindModuleDir(ctx context.Context, goCmd, version string) (string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module ccm-conformance.local/kind-module\n"), 0o644); err != nil {
 		return "", err
 	}
-	out, err := command{args: []string{goCmd, "mod", "download", "-json", "sigs.k8s.io/kind@" + version}, dir: tmp,
+	out, err := buildCommand{args: []string{goCmd, "mod", "download", "-json", "sigs.k8s.io/kind@" + version}, dir: tmp,
 		env: []string{"GOFLAGS=-mod=mod", "GOWORK=off"}}.output(ctx)
 	if err != nil {
 		return "", fmt.Errorf("downloading sigs.k8s.io/kind@%s: %w", version, err)
@@ -245,7 +245,7 @@ func configureSystemd(root string) error {
 // kind's createContainer hook and without rlimits, as kind's base image
 // makes it.
 func writeCRIBaseSpec(ctx context.Context, root string) error {
-	out, err := command{args: []string{"chroot", root, "ctr", "oci", "spec"}}.output(ctx)
+	out, err := buildCommand{args: []string{"chroot", root, "ctr", "oci", "spec"}}.output(ctx)
 	if err != nil {
 		return fmt.Errorf("containerd's default OCI spec: %w", err)
 	}

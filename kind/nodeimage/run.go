@@ -7,40 +7,19 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 )
 
-// outputTail is how many of the last lines of a command's output a
-// CommandError keeps.
+// outputTail is how many of the last lines of a command's output its
+// error keeps.
 const outputTail = 30
 
-// CommandError is a command of the build that failed: its command line, the
-// last lines of its output and how it ended.
-type CommandError struct {
-	Command string
-	Output  []string
-	Err     error
-}
-
-func (e *CommandError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %v", e.Command, e.Err)
-	if len(e.Output) > 0 {
-		b.WriteString("\nlast lines of output:")
-		for _, l := range e.Output {
-			b.WriteString("\n  " + l)
-		}
-	}
-	return b.String()
-}
-
-func (e *CommandError) Unwrap() error { return e.Err }
-
-// command is one external command of the build.
-type command struct {
+// buildCommand is one external command of the build.
+type buildCommand struct {
 	args  []string
 	dir   string
 	env   []string // added to the environment
@@ -54,14 +33,14 @@ type command struct {
 }
 
 // run runs c and returns its combined output's last lines on failure in a
-// CommandError.
-func (c command) run(ctx context.Context) error {
+// *command.Error.
+func (c buildCommand) run(ctx context.Context) error {
 	_, err := c.output(ctx)
 	return err
 }
 
 // output runs c and returns its stdout (stderr goes to the tail only).
-func (c command) output(ctx context.Context) (string, error) {
+func (c buildCommand) output(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, c.args[0], c.args[1:]...)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), c.env...)
@@ -102,7 +81,7 @@ func (c command) output(ctx context.Context) (string, error) {
 	if err := cmd.Start(); err != nil {
 		pw.Close()
 		<-scanned
-		return "", &CommandError{Command: commandLine(c.args), Err: err}
+		return "", &command.Error{Command: commandLine(c.args), Err: err}
 	}
 	waited := make(chan error, 1)
 	go func() {
@@ -126,7 +105,7 @@ func (c command) output(ctx context.Context) (string, error) {
 					err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 				}
 				_, lines := last()
-				return stdout.String(), &CommandError{Command: commandLine(c.args), Output: lines, Err: err}
+				return stdout.String(), &command.Error{Command: commandLine(c.args), Output: lines, Err: err}
 			}
 			return stdout.String(), nil
 		case <-tick:
@@ -140,14 +119,4 @@ func (c command) output(ctx context.Context) (string, error) {
 }
 
 // commandLine renders args as a shell would take them.
-func commandLine(args []string) string {
-	parts := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && !strings.ContainsAny(a, " \t\n\"'\\$`;&|<>*?()[]{}!#~") {
-			parts[i] = a
-		} else {
-			parts[i] = strconv.Quote(a)
-		}
-	}
-	return strings.Join(parts, " ")
-}
+func commandLine(args []string) string { return command.Line(args[0], nil, args[1:]) }

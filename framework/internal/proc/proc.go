@@ -13,11 +13,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 )
 
 // Options describe one child process.
@@ -174,19 +175,5 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	return nil
 }
 
-// CommandLine renders a command as a shell would take it, quoting the
-// arguments that need it.
-func CommandLine(command []string) string {
-	parts := make([]string, len(command))
-	for i, c := range command {
-		parts[i] = shellQuote(c)
-	}
-	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`;&|<>*?()[]{}!#~") {
-		return s
-	}
-	return strconv.Quote(s)
-}
+// CommandLine renders a command as a shell would take it (command.Line).
+func CommandLine(args []string) string { return command.Line(args[0], nil, args[1:]) }
