@@ -36,6 +36,7 @@ import (
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
+	"github.com/ccm-conformance/ccm-conformance/internal/command"
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
 	"github.com/ccm-conformance/ccm-conformance/labels"
@@ -366,10 +367,6 @@ func (c *Cluster) afterCreate(ctx context.Context) error {
 	return nil
 }
 
-// outputTailLines is how many lines of a failed command's output an error
-// of the kind library quotes.
-const outputTailLines = 40
-
 // outputTail is the last lines of the output of the command behind an
 // error of the kind library (kubeadm's, say), which kind only logs at a
 // debug level.
@@ -378,11 +375,7 @@ func outputTail(err error) string {
 	if re == nil || len(re.Output) == 0 {
 		return ""
 	}
-	lines := strings.Split(strings.TrimRight(string(re.Output), "\n"), "\n")
-	if len(lines) > outputTailLines {
-		lines = lines[len(lines)-outputTailLines:]
-	}
-	return "\nlast lines of its output:\n  " + strings.Join(lines, "\n  ")
+	return "\nlast lines of its output:\n  " + strings.Join(command.Tail(string(re.Output), command.TailLines), "\n  ")
 }
 
 // containerIPs are a node container's addresses on its Docker network.
