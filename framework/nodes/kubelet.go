@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	cloudproviderapi "k8s.io/cloud-provider/api"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
 
@@ -283,7 +283,7 @@ func (k *Kubelet) Resume() {
 
 func (k *Kubelet) heartbeat(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	logger := klog.FromContext(ctx).WithValues("node", k.spec.Name)
+	logger := logr.FromContextOrDiscard(ctx).WithValues("node", k.spec.Name)
 	ticker := time.NewTicker(k.opts.HeartbeatInterval)
 	defer ticker.Stop()
 	var lease *coordinationv1.Lease // as last written; nil: read it first

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/klog/v2"
 )
 
 // The simulated kube-proxy: a running simulated kubelet answers on its
@@ -149,7 +149,7 @@ func newProxy(node string, w *proxyWatch) *proxy {
 
 // run reconciles the listeners until ctx ends, then closes them all.
 func (p *proxy) run(ctx context.Context, interval time.Duration) {
-	logger := klog.FromContext(ctx).WithValues("node", p.node)
+	logger := logr.FromContextOrDiscard(ctx).WithValues("node", p.node)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	defer p.closeAll()
