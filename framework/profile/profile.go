@@ -294,6 +294,23 @@ type ImageCCM struct {
 // binary or an image), rather than finding it deployed.
 func (c *CCM) HarnessStarts() bool { return c.Binary != nil || c.Image != nil }
 
+// Field names the profile field that says how the CCM runs:
+// "ccm.binary.path", "ccm.binary.module", "ccm.image" or "ccm.deployed";
+// "no CCM" for a profile that has none.
+func (c *CCM) Field() string {
+	switch {
+	case c.Binary != nil && c.Binary.Module != nil:
+		return "ccm.binary.module"
+	case c.Binary != nil:
+		return "ccm.binary.path"
+	case c.Image != nil:
+		return "ccm.image"
+	case c.Deployed != nil:
+		return "ccm.deployed"
+	}
+	return "no CCM"
+}
+
 // Command returns the args and env of a CCM the harness starts and the
 // path of the profile field they are in ("ccm.binary" or "ccm.image").
 func (c *CCM) Command() (args []string, env map[string]string, field string) {

@@ -231,3 +231,20 @@ func TestParseReplace(t *testing.T) {
 		}
 	}
 }
+
+func TestCCMField(t *testing.T) {
+	for _, tt := range []struct {
+		ccm  CCM
+		want string
+	}{
+		{CCM{Binary: &BinaryCCM{Path: "ccm"}}, "ccm.binary.path"},
+		{CCM{Binary: &BinaryCCM{Module: &ModuleCCM{Path: "k8s.io/cloud-provider-vsphere", Version: "v1.36.0"}}}, "ccm.binary.module"},
+		{CCM{Image: &ImageCCM{Reference: "ccm:v1"}}, "ccm.image"},
+		{CCM{Deployed: &DeployedCCM{LabelSelector: "app=ccm"}}, "ccm.deployed"},
+		{CCM{}, "no CCM"},
+	} {
+		if got := tt.ccm.Field(); got != tt.want {
+			t.Errorf("%+v: Field() = %q, want %q", tt.ccm, got, tt.want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
@@ -212,13 +213,7 @@ var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*m|\{\{/?[a-z-]*\}\}`)
 func strip(s string) string { return strings.TrimSpace(ansiEscape.ReplaceAllString(s, "")) }
 
 // oneLine keeps the first line of a message, without terminal colours.
-func oneLine(s string) string {
-	s = strip(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return strings.TrimSpace(s[:i]) + " …"
-	}
-	return s
-}
+func oneLine(s string) string { return firstline.Marked(strip(s)) }
 
 // labelFilterError renders ginkgo's label-filter parse error as one line.
 func labelFilterError(err error) string {

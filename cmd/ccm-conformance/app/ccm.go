@@ -19,6 +19,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
 	"github.com/ccm-conformance/ccm-conformance/internal/images"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
@@ -59,7 +60,7 @@ output.`,
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
 			if p.CCM.Binary == nil || p.CCM.Binary.Module == nil {
-				fmt.Fprintf(stdout, "profile %s: the CCM is not built from a module (%s), so there is nothing to build\n", provider, ccmKind(p))
+				fmt.Fprintf(stdout, "profile %s: the CCM is not built from a module (%s), so there is nothing to build\n", provider, p.CCM.Field())
 				return nil
 			}
 			m := p.CCM.Binary.Module
@@ -163,7 +164,7 @@ that does not answer, in one line naming the input.`,
 				return badInput(err)
 			}
 			if p.CCM.Binary == nil {
-				return badInput(fmt.Errorf("profile %s: the CCM is %s, not a binary: ccm image makes an image of ccm.binary.module or ccm.binary.path", provider, ccmKind(p)))
+				return badInput(fmt.Errorf("profile %s: the CCM is %s, not a binary: ccm image makes an image of ccm.binary.module or ccm.binary.path", provider, p.CCM.Field()))
 			}
 			if err := images.CheckDocker(ctx, ""); err != nil {
 				return badInput(fmt.Errorf("ccm image loads the image into Docker: %w", err))
@@ -175,7 +176,7 @@ that does not answer, in one line naming the input.`,
 			opts := images.BinaryOptions{Binary: exe, Ref: tag, Revision: revision, Load: true, Progress: stderr}
 			if m := p.CCM.Binary.Module; m != nil {
 				if opts.Created, err = images.ModuleTime(ctx, "", m.Path, m.Version); err != nil {
-					fmt.Fprintf(stderr, "ccm image: the time of %s@%s is not known, the image is stamped with the Unix epoch: %s\n", m.Path, m.Version, oneLine(err))
+					fmt.Fprintf(stderr, "ccm image: the time of %s@%s is not known, the image is stamped with the Unix epoch: %s\n", m.Path, m.Version, firstline.Of(err.Error()))
 				}
 			}
 			dir, err := os.MkdirTemp("", "ccm-conformance-image-")
@@ -209,26 +210,6 @@ that does not answer, in one line naming the input.`,
 	cmd.Flags().StringVar(&tag, "tag", "", "the image's reference NAME[:TAG] (default ccm-conformance/<binary>:<module version>)")
 	cmd.Flags().StringVar(&revision, "revision", "", "the commit for the label "+images.LabelRevision+" (default: the one the build info names, else none)")
 	return cmd
-}
-
-// oneLine is the first line of an error, for an error message of one
-// line: a failed command's output follows its first line.
-func oneLine(err error) string {
-	first, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
-	return first
-}
-
-// ccmKind names the field that says how a profile's CCM runs.
-func ccmKind(p *profile.Profile) string {
-	switch {
-	case p.CCM.Binary != nil:
-		return "ccm.binary.path"
-	case p.CCM.Image != nil:
-		return "ccm.image"
-	case p.CCM.Deployed != nil:
-		return "ccm.deployed"
-	}
-	return "no CCM"
 }
 
 // goVersionMLinesOfInterest keeps the lines of `go version -m` output that
