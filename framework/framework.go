@@ -7,7 +7,7 @@
 // Helpers here return errors; only specs call Expect.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package framework
 
 import (

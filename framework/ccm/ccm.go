@@ -3,7 +3,7 @@
 // Go build info says of the module it was built from (buildinfo.go).
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package ccm
 
 import (

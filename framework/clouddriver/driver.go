@@ -3,7 +3,7 @@
 // decodes the JSON it prints. See docs/cloud-driver.md.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package clouddriver
 
 import (

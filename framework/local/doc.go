@@ -19,5 +19,5 @@
 // which a detached cluster is stopped by StopDir.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package local

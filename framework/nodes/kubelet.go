@@ -11,7 +11,7 @@
 // manager takes either as a sign of life.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package nodes
 
 import (

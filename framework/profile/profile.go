@@ -5,7 +5,7 @@
 // The format is documented in docs/profile.md.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package profile
 
 import (

@@ -14,7 +14,7 @@
 // namespaces and machines.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package sweep
 
 import (

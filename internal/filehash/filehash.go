@@ -3,7 +3,7 @@
 // cached (an image's root filesystem).
 //
 // Floor: a leaf. It links nothing of the harness but other leaves
-// (internal/, kubeversion, labels); internal/floor_test.go holds that.
+// (internal/, kubeversion, labels); testsupport/floors holds that.
 package filehash
 
 import (

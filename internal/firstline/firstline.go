@@ -4,7 +4,7 @@
 // only.
 //
 // Floor: a leaf. It links nothing of the harness but other leaves
-// (internal/, kubeversion, labels); internal/floor_test.go holds that.
+// (internal/, kubeversion, labels); testsupport/floors holds that.
 package firstline
 
 import "strings"

@@ -8,7 +8,7 @@
 // It is a leaf: it imports no harness package.
 //
 // Floor: a leaf. It links nothing of the harness but other leaves
-// (internal/, kubeversion, labels); internal/floor_test.go holds that.
+// (internal/, kubeversion, labels); testsupport/floors holds that.
 package gocmd
 
 import (

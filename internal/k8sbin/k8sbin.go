@@ -18,7 +18,7 @@
 // concurrent processes share the cache safely.
 //
 // Floor: a leaf. It links nothing of the harness but other leaves
-// (internal/, kubeversion, labels); internal/floor_test.go holds that.
+// (internal/, kubeversion, labels); testsupport/floors holds that.
 package k8sbin
 
 import (

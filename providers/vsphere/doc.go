@@ -100,7 +100,7 @@
 //	echo '{"name":"n1"}' | vsphere-cloud-driver instance create
 //	vsphere-cloud-controller-manager --cloud-config=/tmp/vs/vsphere.conf --kubeconfig=... --leader-elect=false
 //
-// Floor: a provider. It links the driver SDK and nothing else of this
-// repository, as a provider's own repository would; providers/floor_test.go
-// holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included;
+// testsupport/floors holds that.
 package vsphere

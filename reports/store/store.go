@@ -17,7 +17,7 @@
 //
 // Floor: the reports. They stand on the leaves and each other, not on the
 // framework, so that reading and judging results builds no harness;
-// reports/floor_test.go holds that.
+// testsupport/floors holds that.
 package store
 
 import (

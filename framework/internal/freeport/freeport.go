@@ -18,7 +18,7 @@
 // bind it. A port another process has claimed is not drawn.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package freeport
 
 import (

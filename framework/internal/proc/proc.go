@@ -3,7 +3,7 @@
 // the harness (Pdeathsig), and writes stdout and stderr to a log file.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
-// check, backend, provider or command; framework/floor_test.go holds that.
+// check, backend, provider or command; testsupport/floors holds that.
 package proc
 
 import (

@@ -22,7 +22,7 @@
 // does not know, so that the line can grow without breaking older readers.
 //
 // Floor: a leaf. It links nothing of the harness but other leaves
-// (internal/, kubeversion, labels); internal/floor_test.go holds that.
+// (internal/, kubeversion, labels); testsupport/floors holds that.
 package answer
 
 import (

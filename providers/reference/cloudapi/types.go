@@ -9,9 +9,9 @@
 // answers connections). For the harness's own tests it records every call
 // and can inject faults.
 //
-// Floor: a provider. It links the driver SDK and nothing else of this
-// repository, as a provider's own repository would; providers/floor_test.go
-// holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included;
+// testsupport/floors holds that.
 package cloudapi
 
 import "time"

@@ -5,17 +5,19 @@
 // It is an example for provider authors as much as a tool for the harness:
 // a driver only translates between the protocol's objects and its cloud's.
 //
-// Floor: a provider. It links the driver SDK and nothing else of this
-// repository, as a provider's own repository would; providers/floor_test.go
-// holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included;
+// testsupport/floors holds that.
 package driver
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
-	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
 
@@ -28,40 +30,68 @@ const (
 	CallerEnv = "REFERENCE_CLOUD_CALLER"
 )
 
+// Exit codes.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1
+	ExitNotFound = 3 // the object named in the request does not exist
+)
+
+// ProtocolVersion is the protocol this driver speaks.
+const ProtocolVersion = "v1"
+
+// errNotFound marks errors for which the driver exits with ExitNotFound.
+var errNotFound = errors.New("not found")
+
 // Main runs one driver call: args are the verb words, stdin holds the
-// request. It returns the process exit code (driversdk.Driver.Main: 3 when
-// the object named does not exist).
+// request. It returns the process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	d := &driver{}
-	sdk := &driversdk.Driver{
-		Provider: "reference",
-		Handle:   map[driversdk.Verb]driversdk.HandlerFunc{},
-		// Every verb but info needs the cloud.
-		Setup: func(context.Context) error { return d.connect(getenv) },
+	resp, err := run(ctx, args, stdin, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "reference-cloud-driver %s: %v\n", strings.Join(args, " "), err)
+		if errors.Is(err, errNotFound) {
+			return ExitNotFound
+		}
+		return ExitFailure
 	}
-	for _, v := range verbTable() {
-		sdk.Verbs = append(sdk.Verbs, v.verb)
-		sdk.Handle[v.verb] = func(ctx context.Context, request []byte) (any, error) { return v.serve(d, ctx, request) }
+	if err := json.NewEncoder(stdout).Encode(resp); err != nil {
+		fmt.Fprintf(stderr, "reference-cloud-driver %s: writing the response: %v\n", strings.Join(args, " "), err)
+		return ExitFailure
 	}
-	return sdk.Main(ctx, args, stdin, stdout, stderr)
+	return ExitOK
 }
 
-// connect makes the client of the cloud API the environment names.
-func (d *driver) connect(getenv func(string) string) error {
-	endpoint := getenv(EndpointEnv)
-	if endpoint == "" {
-		return fmt.Errorf("$%s is not set", EndpointEnv)
+func run(ctx context.Context, args []string, stdin io.Reader, getenv func(string) string) (any, error) {
+	verb := strings.Join(args, " ")
+	handler, ok := verbTable()[verb]
+	if !ok {
+		return nil, fmt.Errorf("unknown verb %q (known: %s)", verb, strings.Join(verbNames(), ", "))
 	}
-	caller := getenv(CallerEnv)
-	if caller == "" {
-		caller = "cloud-driver"
-	}
-	client, err := cloudapi.NewClient(endpoint, caller)
+	request, err := io.ReadAll(stdin)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("reading the request: %w", err)
 	}
-	d.client, d.caller = client, caller
-	return nil
+	if strings.TrimSpace(string(request)) == "" {
+		request = []byte("{}")
+	}
+
+	d := &driver{}
+	if verb != "info" { // info needs no cloud
+		endpoint := getenv(EndpointEnv)
+		if endpoint == "" {
+			return nil, fmt.Errorf("$%s is not set", EndpointEnv)
+		}
+		caller := getenv(CallerEnv)
+		if caller == "" {
+			caller = "cloud-driver"
+		}
+		client, err := cloudapi.NewClient(endpoint, caller)
+		if err != nil {
+			return nil, err
+		}
+		d.client, d.caller = client, caller
+	}
+	return handler(d, ctx, request)
 }
 
 // driver holds the cloud API client for one call.
@@ -72,38 +102,54 @@ type driver struct {
 
 type verbFunc func(d *driver, ctx context.Context, request []byte) (any, error)
 
-// verbTable lists every verb but info (which the SDK answers), in the
-// order info reports them, with its implementation.
-func verbTable() []struct {
-	verb  driversdk.Verb
-	serve verbFunc
-} {
-	return []struct {
-		verb  driversdk.Verb
-		serve verbFunc
-	}{
-		{driversdk.VerbInstancesList, (*driver).listInstances},
-		{driversdk.VerbInstanceGet, (*driver).getInstance},
-		{driversdk.VerbInstanceCreate, (*driver).createInstance},
-		{driversdk.VerbInstanceDelete, (*driver).deleteInstance},
-		{driversdk.VerbInstanceStop, (*driver).stopInstance},
-		{driversdk.VerbInstanceStart, (*driver).startInstance},
-		{driversdk.VerbInstanceSetAddresses, (*driver).setAddresses},
-		{driversdk.VerbLoadBalancerGet, (*driver).getLoadBalancer},
-		{driversdk.VerbLoadBalancersList, (*driver).listLoadBalancers},
-		{driversdk.VerbRoutesList, (*driver).listRoutes},
-		{driversdk.VerbRouteCreate, (*driver).createRoute},
-		{driversdk.VerbRouteDelete, (*driver).deleteRoute},
-		{driversdk.VerbFaultInject, (*driver).injectFault},
-		{driversdk.VerbFaultClear, (*driver).clearFaults},
-		{driversdk.VerbCallsList, (*driver).listCalls},
+// verbNames lists every verb, in the order info reports them.
+func verbNames() []string {
+	return []string{
+		"info",
+		"instances list", "instance get", "instance create", "instance delete",
+		"instance stop", "instance start", "instance set-addresses",
+		"loadbalancer get", "loadbalancers list",
+		"routes list", "route create", "route delete",
+		"fault inject", "fault clear",
+		"calls list",
 	}
 }
 
-// cloudErr wraps a cloud API error, marking a 404 as driversdk.ErrNotFound.
+// verbTable maps each verb to its implementation.
+func verbTable() map[string]verbFunc {
+	return map[string]verbFunc{
+		"info":                   (*driver).info,
+		"instances list":         (*driver).listInstances,
+		"instance get":           (*driver).getInstance,
+		"instance create":        (*driver).createInstance,
+		"instance delete":        (*driver).deleteInstance,
+		"instance stop":          (*driver).stopInstance,
+		"instance start":         (*driver).startInstance,
+		"instance set-addresses": (*driver).setAddresses,
+		"loadbalancer get":       (*driver).getLoadBalancer,
+		"loadbalancers list":     (*driver).listLoadBalancers,
+		"routes list":            (*driver).listRoutes,
+		"route create":           (*driver).createRoute,
+		"route delete":           (*driver).deleteRoute,
+		"fault inject":           (*driver).injectFault,
+		"fault clear":            (*driver).clearFaults,
+		"calls list":             (*driver).listCalls,
+	}
+}
+
+// decode reads a request; unknown fields are ignored, as the protocol asks.
+func decode[T any](request []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(request, &v); err != nil {
+		return v, fmt.Errorf("decoding the request: %w", err)
+	}
+	return v, nil
+}
+
+// cloudErr wraps a cloud API error, marking a 404 as errNotFound.
 func cloudErr(what string, err error) error {
 	if cloudapi.IsNotFound(err) {
-		return fmt.Errorf("%s: %w: %w", what, driversdk.ErrNotFound, err)
+		return fmt.Errorf("%s: %w: %w", what, errNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

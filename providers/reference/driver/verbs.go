@@ -5,25 +5,89 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
 
-// The protocol's objects are the SDK's (driversdk): the contract the
-// harness reads with the same types. They are not cloudapi's, because the
-// protocol is a contract of its own: the cloud API may change without the
-// driver's output changing.
-type (
-	Address      = driversdk.Address
-	Instance     = driversdk.Instance
-	Ingress      = driversdk.Ingress
-	Port         = driversdk.Port
-	LoadBalancer = driversdk.LoadBalancer
-	Route        = driversdk.Route
-)
+// The protocol's objects (docs/cloud-driver.md). They are declared here,
+// not borrowed from cloudapi, because the protocol is a contract of its
+// own: the cloud API may change without the driver's output changing.
+
+// Address is a node address: a Kubernetes NodeAddressType and a value.
+type Address struct {
+	Type    string `json:"type"`
+	Address string `json:"address"`
+}
+
+// Instance is the protocol's Instance object.
+type Instance struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	ProviderID   string    `json:"providerID"`
+	Zone         string    `json:"zone"`
+	Region       string    `json:"region"`
+	InstanceType string    `json:"instanceType"`
+	State        string    `json:"state"`
+	Addresses    []Address `json:"addresses"`
+}
+
+// Ingress is one address a load balancer serves on.
+type Ingress struct {
+	IP       string `json:"ip,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// Port is one listener of a load balancer.
+type Port struct {
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	NodePort int32  `json:"nodePort"`
+}
+
+// LoadBalancer is the protocol's LoadBalancer object.
+type LoadBalancer struct {
+	Exists              bool      `json:"exists"`
+	Name                string    `json:"name"`
+	Ingress             []Ingress `json:"ingress"`
+	Ports               []Port    `json:"ports"`
+	Backends            []string  `json:"backends"`
+	SourceRanges        []string  `json:"sourceRanges"`
+	HealthCheckNodePort int32     `json:"healthCheckNodePort"`
+	// ServiceNamespace and ServiceName are set by loadbalancers list: the
+	// Service the cloud recorded the load balancer for.
+	ServiceNamespace string `json:"serviceNamespace,omitempty"`
+	ServiceName      string `json:"serviceName,omitempty"`
+}
+
+// Route is the protocol's Route object.
+type Route struct {
+	Name            string `json:"name"`
+	NodeName        string `json:"nodeName"`
+	DestinationCIDR string `json:"destinationCIDR"`
+}
+
+// ---- info ----
+
+type infoResponse struct {
+	ProtocolVersion string   `json:"protocolVersion"`
+	Provider        string   `json:"provider"`
+	Verbs           []string `json:"verbs"`
+}
+
+func (d *driver) info(context.Context, []byte) (any, error) {
+	return infoResponse{ProtocolVersion: ProtocolVersion, Provider: "reference", Verbs: verbNames()}, nil
+}
 
 // ---- instances ----
+
+type instanceResponse struct {
+	Instance Instance `json:"instance"`
+}
+
+type nameRequest struct {
+	Name string `json:"name"`
+}
 
 func toInstance(in *cloudapi.Instance) Instance {
 	out := Instance{
@@ -41,7 +105,9 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
-	resp := driversdk.InstancesResponse{Instances: []Instance{}}
+	resp := struct {
+		Instances []Instance `json:"instances"`
+	}{Instances: []Instance{}}
 	for i := range list {
 		resp.Instances = append(resp.Instances, toInstance(&list[i]))
 	}
@@ -50,7 +116,7 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 
 // byName finds the instance a request names.
 func (d *driver) byName(ctx context.Context, request []byte) (*cloudapi.Instance, error) {
-	req, err := driversdk.Decode[driversdk.NameRequest](request)
+	req, err := decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +135,16 @@ func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return driversdk.InstanceResponse{Instance: toInstance(in)}, nil
+	return instanceResponse{Instance: toInstance(in)}, nil
 }
 
 func (d *driver) createInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := driversdk.Decode[driversdk.CreateInstanceRequest](request)
+	req, err := decode[struct {
+		Name         string   `json:"name"`
+		Zone         string   `json:"zone"`
+		InstanceType string   `json:"instanceType"`
+		IPFamilies   []string `json:"ipFamilies"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +157,7 @@ func (d *driver) createInstance(ctx context.Context, request []byte) (any, error
 	if err != nil {
 		return nil, fmt.Errorf("creating instance %q: %w", req.Name, err)
 	}
-	return driversdk.InstanceResponse{Instance: toInstance(in)}, nil
+	return instanceResponse{Instance: toInstance(in)}, nil
 }
 
 func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error) {
@@ -97,7 +168,7 @@ func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error
 	if err := d.client.DeleteInstance(ctx, in.ID); err != nil {
 		return nil, cloudErr(fmt.Sprintf("deleting instance %q (%s)", in.Name, in.ID), err)
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 func (d *driver) stopInstance(ctx context.Context, request []byte) (any, error) {
@@ -108,7 +179,7 @@ func (d *driver) stopInstance(ctx context.Context, request []byte) (any, error) 
 	if _, err := d.client.StopInstance(ctx, in.ID); err != nil {
 		return nil, cloudErr(fmt.Sprintf("stopping instance %q (%s)", in.Name, in.ID), err)
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 func (d *driver) startInstance(ctx context.Context, request []byte) (any, error) {
@@ -119,11 +190,13 @@ func (d *driver) startInstance(ctx context.Context, request []byte) (any, error)
 	if _, err := d.client.StartInstance(ctx, in.ID); err != nil {
 		return nil, cloudErr(fmt.Sprintf("starting instance %q (%s)", in.Name, in.ID), err)
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
-	req, err := driversdk.Decode[driversdk.SetAddressesRequest](request)
+	req, err := decode[struct {
+		Addresses []Address `json:"addresses"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +212,7 @@ func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) 
 	if err != nil {
 		return nil, cloudErr(fmt.Sprintf("setting the addresses of instance %q (%s)", in.Name, in.ID), err)
 	}
-	return driversdk.InstanceResponse{Instance: toInstance(updated)}, nil
+	return instanceResponse{Instance: toInstance(updated)}, nil
 }
 
 // ---- load balancers ----
@@ -153,7 +226,11 @@ func loadBalancerName(uid string) string {
 }
 
 func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, error) {
-	req, err := driversdk.Decode[driversdk.ServiceRef](request)
+	req, err := decode[struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+		UID       string `json:"uid"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +238,9 @@ func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, erro
 		return nil, fmt.Errorf("the request has no uid for service %s/%s; the reference cloud names load balancers by Service UID", req.Namespace, req.Name)
 	}
 	name := loadBalancerName(req.UID)
-	resp := driversdk.LoadBalancerResponse{} // exists: false, until one is found
+	resp := struct {
+		LoadBalancer LoadBalancer `json:"loadBalancer"`
+	}{LoadBalancer{Ingress: []Ingress{}, Ports: []Port{}, Backends: []string{}, SourceRanges: []string{}}}
 
 	lb, err := d.client.GetLoadBalancer(ctx, name)
 	if cloudapi.IsNotFound(err) {
@@ -216,7 +295,9 @@ func (d *driver) listLoadBalancers(ctx context.Context, _ []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing load balancers: %w", err)
 	}
-	resp := driversdk.LoadBalancersResponse{LoadBalancers: []LoadBalancer{}}
+	resp := struct {
+		LoadBalancers []LoadBalancer `json:"loadBalancers"`
+	}{LoadBalancers: []LoadBalancer{}}
 	for i := range list {
 		lb := toLoadBalancer(&list[i])
 		lb.ServiceNamespace, lb.ServiceName = list[i].ServiceNamespace, list[i].ServiceName
@@ -232,7 +313,9 @@ func (d *driver) listRoutes(ctx context.Context, _ []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing routes: %w", err)
 	}
-	resp := driversdk.RoutesResponse{Routes: []Route{}}
+	resp := struct {
+		Routes []Route `json:"routes"`
+	}{Routes: []Route{}}
 	for _, r := range list {
 		resp.Routes = append(resp.Routes, Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR})
 	}
@@ -240,7 +323,10 @@ func (d *driver) listRoutes(ctx context.Context, _ []byte) (any, error) {
 }
 
 func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
-	req, err := driversdk.Decode[driversdk.RouteCreateRequest](request)
+	req, err := decode[struct {
+		NodeName        string `json:"nodeName"`
+		DestinationCIDR string `json:"destinationCIDR"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -248,11 +334,13 @@ func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating route %s to node %s: %w", req.DestinationCIDR, req.NodeName, err)
 	}
-	return driversdk.RouteResponse{Route: Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR}}, nil
+	return struct {
+		Route Route `json:"route"`
+	}{Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR}}, nil
 }
 
 func (d *driver) deleteRoute(ctx context.Context, request []byte) (any, error) {
-	req, err := driversdk.Decode[driversdk.NameRequest](request)
+	req, err := decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +350,7 @@ func (d *driver) deleteRoute(ctx context.Context, request []byte) (any, error) {
 	if err := d.client.DeleteRoute(ctx, req.Name); err != nil {
 		return nil, cloudErr(fmt.Sprintf("deleting route %q", req.Name), err)
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 // ---- faults ----
@@ -285,7 +373,10 @@ func faultTargets() map[string][]string {
 // look at the cloud while the CCM sees errors. A rate of 0 removes the
 // target's faults.
 func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
-	req, err := driversdk.Decode[driversdk.FaultInjectRequest](request)
+	req, err := decode[struct {
+		Target    string  `json:"target"`
+		ErrorRate float64 `json:"errorRate"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -302,17 +393,27 @@ func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
 			return nil, fmt.Errorf("injecting a fault into %s: %w", op, err)
 		}
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
 	if err := d.client.ClearFaults(ctx); err != nil {
 		return nil, fmt.Errorf("clearing faults: %w", err)
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 // ---- call log ----
+
+// Call is the protocol's Call object.
+type Call struct {
+	Seq       int64     `json:"seq"`
+	Time      time.Time `json:"time"`
+	Operation string    `json:"operation"`
+	Caller    string    `json:"caller"`
+	Resource  string    `json:"resource,omitempty"`
+	Error     string    `json:"error,omitempty"`
+}
 
 // callOperations maps the cloud API operations that change load balancers
 // and routes to the protocol's names for them, which are the cloudprovider
@@ -331,7 +432,10 @@ func callOperations() map[string]string {
 // listCalls returns the cloud's call log after a sequence number, without
 // the driver's own calls, optionally only some operations.
 func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
-	req, err := driversdk.Decode[driversdk.CallsListRequest](request)
+	req, err := decode[struct {
+		After      int64    `json:"after"`
+		Operations []string `json:"operations"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +447,10 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 		return nil, fmt.Errorf("reading the call log: %w", err)
 	}
 	names := callOperations()
-	resp := driversdk.CallsResponse{Calls: []driversdk.Call{}, Last: req.After}
+	resp := struct {
+		Calls []Call `json:"calls"`
+		Last  int64  `json:"last"`
+	}{Calls: []Call{}, Last: req.After}
 	for _, c := range logged {
 		resp.Last = max(resp.Last, c.Seq)
 		if c.Caller == d.caller {
@@ -356,7 +463,7 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 		if len(req.Operations) > 0 && !slices.Contains(req.Operations, op) {
 			continue
 		}
-		resp.Calls = append(resp.Calls, driversdk.Call{Seq: c.Seq, Time: c.Time, Operation: op, Caller: c.Caller, Resource: c.Resource, Error: c.Error})
+		resp.Calls = append(resp.Calls, Call{Seq: c.Seq, Time: c.Time, Operation: op, Caller: c.Caller, Resource: c.Resource, Error: c.Error})
 	}
 	return resp, nil
 }

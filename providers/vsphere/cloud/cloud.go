@@ -16,9 +16,9 @@
 // Only providers/vsphere/cmd/vsphere-cloud and tests import this package; it
 // links the simulator, which the driver must not.
 //
-// Floor: a provider. It links the driver SDK and nothing else of this
-// repository, as a provider's own repository would; providers/floor_test.go
-// holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included;
+// testsupport/floors holds that.
 package cloud
 
 import (

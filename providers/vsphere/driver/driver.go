@@ -15,9 +15,9 @@
 // rules, so that it reports an instance as that CCM will see it
 // (mapping.go). It never imports the harness.
 //
-// Floor: a provider. It links the driver SDK and nothing else of this
-// repository, as a provider's own repository would; providers/floor_test.go
-// holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included;
+// testsupport/floors holds that.
 package driver
 
 import (
@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/simctl"
 )
 
@@ -61,9 +60,8 @@ const (
 // ProtocolVersion is the protocol this driver speaks.
 const ProtocolVersion = "v1"
 
-// errNotFound marks errors for which the driver exits with ExitNotFound
-// (the SDK's, which drivers built on driversdk.Driver share).
-var errNotFound = driversdk.ErrNotFound
+// errNotFound marks errors for which the driver exits with ExitNotFound.
+var errNotFound = errors.New("not found")
 
 // Main runs one driver call: args are the verb words, stdin holds the
 // request. It returns the process exit code.

@@ -14,17 +14,39 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/simctl"
 )
 
-// The protocol's objects are the SDK's (driversdk, a module of its own with
-// no dependency): the driver never imports the harness.
-type (
-	Address  = driversdk.Address
-	Instance = driversdk.Instance
-	Call     = driversdk.Call
-)
+// The protocol's objects (docs/cloud-driver.md), declared here: the driver
+// never imports the harness.
+
+// Address is a node address: a Kubernetes NodeAddressType and a value.
+type Address struct {
+	Type    string `json:"type"`
+	Address string `json:"address"`
+}
+
+// Instance is the protocol's Instance object.
+type Instance struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	ProviderID   string    `json:"providerID"`
+	Zone         string    `json:"zone"`
+	Region       string    `json:"region"`
+	InstanceType string    `json:"instanceType"`
+	State        string    `json:"state"`
+	Addresses    []Address `json:"addresses"`
+}
+
+// Call is the protocol's Call object.
+type Call struct {
+	Seq       int64     `json:"seq"`
+	Time      time.Time `json:"time"`
+	Operation string    `json:"operation"`
+	Caller    string    `json:"caller"`
+	Resource  string    `json:"resource,omitempty"`
+	Error     string    `json:"error,omitempty"`
+}
 
 // guestInfoTimeout bounds the wait for a new VM's guest to report its host
 // name and addresses (VMware Tools after boot; at once in the simulator).
@@ -32,15 +54,25 @@ const guestInfoTimeout = 2 * time.Minute
 
 // ---- info ----
 
+type infoResponse struct {
+	ProtocolVersion string   `json:"protocolVersion"`
+	Provider        string   `json:"provider"`
+	Verbs           []string `json:"verbs"`
+}
+
 func (d *driver) info(context.Context, []byte) (any, error) {
-	var verbs []driversdk.Verb
-	for _, v := range offered(d.getenv) {
-		verbs = append(verbs, driversdk.Verb(v))
-	}
-	return driversdk.Info{ProtocolVersion: ProtocolVersion, Provider: "vsphere", Verbs: verbs}, nil
+	return infoResponse{ProtocolVersion: ProtocolVersion, Provider: "vsphere", Verbs: offered(d.getenv)}, nil
 }
 
 // ---- instances ----
+
+type instanceResponse struct {
+	Instance Instance `json:"instance"`
+}
+
+type nameRequest struct {
+	Name string `json:"name"`
+}
 
 // toInstance states what the vCenter holds for a VM in the protocol's
 // terms, each field as the CCM derives it (mapping.go).
@@ -80,7 +112,9 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 	if err := z.prefetch(ctx, hosts); err != nil {
 		return nil, err
 	}
-	resp := driversdk.InstancesResponse{Instances: []Instance{}}
+	resp := struct {
+		Instances []Instance `json:"instances"`
+	}{Instances: []Instance{}}
 	for i := range vms {
 		zr, err := z.of(ctx, &vms[i])
 		if err != nil {
@@ -109,7 +143,7 @@ func (d *driver) instance(ctx context.Context, name string) (*mo.VirtualMachine,
 }
 
 func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[driversdk.NameRequest](request)
+	req, err := decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +151,7 @@ func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return driversdk.InstanceResponse{Instance: in}, nil
+	return instanceResponse{Instance: in}, nil
 }
 
 // placement is a cluster to create a VM in.
@@ -185,7 +219,12 @@ func (d *driver) place(ctx context.Context, zone string) (*placement, error) {
 }
 
 func (d *driver) createInstance(ctx context.Context, request []byte) (_ any, err error) {
-	req, err := decode[driversdk.CreateInstanceRequest](request)
+	req, err := decode[struct {
+		Name         string   `json:"name"`
+		Zone         string   `json:"zone"`
+		InstanceType string   `json:"instanceType"`
+		IPFamilies   []string `json:"ipFamilies"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +382,7 @@ func (d *driver) createInstance(ctx context.Context, request []byte) (_ any, err
 	if err != nil {
 		return nil, err
 	}
-	return driversdk.InstanceResponse{Instance: in}, nil
+	return instanceResponse{Instance: in}, nil
 }
 
 // waitGuest waits until the VM's guest reports host name and, on each
@@ -414,7 +453,7 @@ func destroy(ctx context.Context, vm *object.VirtualMachine) error {
 }
 
 func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[driversdk.NameRequest](request)
+	req, err := decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -436,12 +475,12 @@ func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error
 			}
 		}
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 // power turns the VM named in the request to state, if it is not there.
 func (d *driver) power(ctx context.Context, request []byte, on bool) (any, error) {
-	req, err := decode[driversdk.NameRequest](request)
+	req, err := decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -451,7 +490,7 @@ func (d *driver) power(ctx context.Context, request []byte, on bool) (any, error
 	}
 	isOn := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 	if isOn == on {
-		return driversdk.Empty{}, nil
+		return struct{}{}, nil
 	}
 	o := object.NewVirtualMachine(d.vc.c, vm.Self)
 	if on {
@@ -462,7 +501,7 @@ func (d *driver) power(ctx context.Context, request []byte, on bool) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 func (d *driver) stopInstance(ctx context.Context, request []byte) (any, error) {
@@ -479,7 +518,10 @@ func (d *driver) startInstance(ctx context.Context, request []byte) (any, error)
 // in order. A list without a Hostname leaves the guest without a host name.
 // The CCM makes no DNS addresses, and a guest has no place for them.
 func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[driversdk.SetAddressesRequest](request)
+	req, err := decode[struct {
+		Name      string    `json:"name"`
+		Addresses []Address `json:"addresses"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -517,13 +559,16 @@ func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return driversdk.InstanceResponse{Instance: in}, nil
+	return instanceResponse{Instance: in}, nil
 }
 
 // ---- faults ----
 
 func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[driversdk.FaultInjectRequest](request)
+	req, err := decode[struct {
+		Target    string  `json:"target"`
+		ErrorRate float64 `json:"errorRate"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -536,14 +581,14 @@ func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
 	if err := d.control.SetFault(ctx, req.Target, simctl.Fault{ErrorRate: req.ErrorRate}); err != nil {
 		return nil, err
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
 	if err := d.control.ClearFaults(ctx); err != nil {
 		return nil, err
 	}
-	return driversdk.Empty{}, nil
+	return struct{}{}, nil
 }
 
 // ---- call log ----
@@ -552,7 +597,10 @@ func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
 // sequence number, without the driver's own (by its User-Agent), each
 // under its SOAP method's name; optionally only some methods.
 func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[driversdk.CallsListRequest](request)
+	req, err := decode[struct {
+		After      int64    `json:"after"`
+		Operations []string `json:"operations"`
+	}](request)
 	if err != nil {
 		return nil, err
 	}
@@ -563,7 +611,10 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := driversdk.CallsResponse{Calls: []Call{}, Last: max(req.After, logged.Last)}
+	resp := struct {
+		Calls []Call `json:"calls"`
+		Last  int64  `json:"last"`
+	}{Calls: []Call{}, Last: max(req.After, logged.Last)}
 	for _, c := range logged.Calls {
 		if c.UserAgent == UserAgent {
 			continue

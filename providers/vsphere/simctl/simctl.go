@@ -15,9 +15,9 @@
 // directory. This package imports neither govmomi nor the simulator, so the
 // cloud driver stays small.
 //
-// Floor: a provider. It links the driver SDK and nothing else of this
-// repository, as a provider's own repository would; providers/floor_test.go
-// holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included;
+// testsupport/floors holds that.
 package simctl
 
 import (

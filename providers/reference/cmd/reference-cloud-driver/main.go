@@ -4,9 +4,9 @@
 //
 //	echo '{"name":"n1"}' | reference-cloud-driver instance get
 //
-// Floor: a provider. It links the driver SDK and nothing else of this
-// repository, as a provider's own repository would; providers/floor_test.go
-// holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included;
+// testsupport/floors holds that.
 package main
 
 import (

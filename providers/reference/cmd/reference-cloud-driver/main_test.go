@@ -77,7 +77,7 @@ func TestBinary(t *testing.T) {
 		{name: "set addresses", verb: "instance set-addresses", request: `{"name":"n1","addresses":[{"type":"ExternalIP","address":"203.0.113.9"}]}`,
 			want: `{"instance":` + readdressed + `}`},
 		{name: "no load balancer", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web","uid":"` + uid + `"}`,
-			want: `{"loadBalancer":{"exists":false}}`},
+			want: `{"loadBalancer":{"exists":false,"name":"","ingress":[],"ports":[],"backends":[],"sourceRanges":[],"healthCheckNodePort":0}}`},
 		{name: "load balancer", verb: "loadbalancer get", request: `{"namespace":"ns","name":"web","uid":"` + uid + `"}`,
 			before: func() error {
 				_, err := admin.EnsureLoadBalancer(t.Context(), "a1b4e28ba2fa111d2883f0016d3cca42", cloudapi.LoadBalancerSpec{
@@ -104,9 +104,9 @@ func TestBinary(t *testing.T) {
 				_, err := admin.EnsureLoadBalancer(t.Context(), "api", cloudapi.LoadBalancerSpec{ServiceNamespace: "ns2", ServiceName: "api"})
 				return err
 			},
-			want: `{"loadBalancer":{"exists":true,"name":"api","ingress":[{"ip":"127.65.0.2"}]}}`},
+			want: `{"loadBalancer":{"exists":true,"name":"api","ingress":[{"ip":"127.65.0.2"}],"ports":[],"backends":[],"sourceRanges":[],"healthCheckNodePort":0}}`},
 		{name: "no load balancer made for the Service", verb: "loadbalancer get", request: `{"namespace":"ns3","name":"api","uid":"` + strings.Replace(uid, "1b4e", "3d6a", 1) + `"}`,
-			want: `{"loadBalancer":{"exists":false}}`},
+			want: `{"loadBalancer":{"exists":false,"name":"","ingress":[],"ports":[],"backends":[],"sourceRanges":[],"healthCheckNodePort":0}}`},
 		{name: "no routes", verb: "routes list", request: `{}`, want: `{"routes":[]}`},
 		{name: "create route", verb: "route create", request: `{"nodeName":"n1","destinationCIDR":"10.244.9.0/24"}`,
 			want: `{"route":{"name":"r-0001","nodeName":"n1","destinationCIDR":"10.244.9.0/24"}}`},
