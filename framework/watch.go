@@ -27,11 +27,6 @@ import (
 // change within this interval of the watch delivering it.
 const WatchPollInterval = 10 * time.Millisecond
 
-// ObservationLagEntry names the report entries that record, for a watched
-// wait that had to wait, how long after the awaited change reached the
-// harness the wait returned (docs/performance.md).
-const ObservationLagEntry = labels.EntryObservationLag
-
 // Watch keeps the cluster's Nodes and Services as the harness last heard
 // of them, from one watch each, and when each version arrived. Specs read
 // them through a View inside Framework.Eventually and Framework.Consistently.
@@ -353,7 +348,7 @@ func (f *Framework) Eventually(ctx context.Context, check func(g gomega.Gomega, 
 		v := &View{w: f.Watch}
 		check(g, v) // a failed assertion ends the look here
 		if changed := v.latest(); !v.unknownArrival && changed.After(start) {
-			ginkgo.AddReportEntry(ObservationLagEntry, time.Since(changed), ginkgo.ReportEntryVisibilityNever)
+			ginkgo.AddReportEntry(labels.EntryObservationLag, time.Since(changed), ginkgo.ReportEntryVisibilityNever)
 		}
 	}).WithPolling(WatchPollInterval)
 }

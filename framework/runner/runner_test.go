@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 func TestExitCode(t *testing.T) {
@@ -90,7 +92,7 @@ func TestResultFromNotSelected(t *testing.T) {
 }
 
 func withDriverFault(s types.SpecReport, fault string) types.SpecReport {
-	s.ReportEntries = append(s.ReportEntries, types.ReportEntry{Name: DriverFaultEntry, Value: types.WrapEntryValue(fault)})
+	s.ReportEntries = append(s.ReportEntries, types.ReportEntry{Name: labels.EntryDriverFault, Value: types.WrapEntryValue(fault)})
 	return s
 }
 

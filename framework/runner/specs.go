@@ -96,13 +96,8 @@ func (sr specRun) run(f *framework.Framework) types.Report {
 	return report
 }
 
-// DriverFaultEntry is the report entry of a failed spec in which the cloud
-// driver broke its protocol; its value is the driver's first protocol
-// error. Such a spec failed for the driver's sake, not the CCM's.
-const DriverFaultEntry = labels.EntryDriverFault
-
 // attributeDriverFaults marks each failed spec in which the cloud driver
-// broke its protocol (clouddriver.KindProtocol) with a DriverFaultEntry.
+// broke its protocol (clouddriver.KindProtocol) with a labels.EntryDriverFault.
 // It runs after the spec's cleanup, so that a bad answer there counts too;
 // the entry travels with the report, also through a lane's.
 func (sr specRun) attributeDriverFaults(f *framework.Framework) {
@@ -113,15 +108,15 @@ func (sr specRun) attributeDriverFaults(f *framework.Framework) {
 			return
 		}
 		if faults := f.Driver.FaultsSince(mark); len(faults) > 0 {
-			ginkgo.AddReportEntry(DriverFaultEntry, faults[0].Error(), ginkgo.ReportEntryVisibilityFailureOrVerbose)
+			ginkgo.AddReportEntry(labels.EntryDriverFault, faults[0].Error(), ginkgo.ReportEntryVisibilityFailureOrVerbose)
 		}
 	})
 }
 
-// driverFault returns the DriverFaultEntry of a spec, or "".
+// driverFault returns the labels.EntryDriverFault of a spec, or "".
 func driverFault(s types.SpecReport) string {
 	for _, e := range s.ReportEntries {
-		if e.Name == DriverFaultEntry {
+		if e.Name == labels.EntryDriverFault {
 			return e.StringRepresentation()
 		}
 	}

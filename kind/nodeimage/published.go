@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
@@ -98,7 +97,7 @@ func resolve(ctx context.Context, opts Options, build func(context.Context, Opti
 	}
 	if repo := publishedRepository(opts); repo != "" {
 		ref := PublishedRef(repo, version)
-		img, err := published(ctx, docker, ref, progress)
+		img, err := published(ctx, docker, ref, version, progress)
 		if err == nil {
 			return img, nil
 		}
@@ -115,10 +114,10 @@ func resolve(ctx context.Context, opts Options, build func(context.Context, Opti
 	return img, nil
 }
 
-// published returns the image ref from Docker, pulling it first when
-// Docker does not have it.
-func published(ctx context.Context, docker, ref string, progress io.Writer) (Image, error) {
-	img := Image{Tag: ref, Key: Key{Kubernetes: ref[strings.LastIndex(ref, ":")+1:]}, Published: true}
+// published returns the image ref of Kubernetes version from Docker,
+// pulling it first when Docker does not have it.
+func published(ctx context.Context, docker, ref, version string, progress io.Writer) (Image, error) {
+	img := Image{Tag: ref, Key: Key{Kubernetes: version}, Published: true}
 	if id, err := imageID(ctx, docker, ref); err == nil {
 		img.ID, img.Source = id, SourcePublishedInDocker
 		fmt.Fprintf(progress, "kind node image %s: the published image, already in Docker (%s)\n", ref, shortID(id))

@@ -13,6 +13,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
@@ -125,7 +126,7 @@ func TestJUnitPropertiesInSeconds(t *testing.T) {
 	inProcess := spec("loadbalancer", "gives a Service an ingress", nil, types.SpecStatePassed, 2*time.Second)
 	inProcess.ReportEntries = types.ReportEntries{
 		{Name: "load-balancer-ready", Value: types.WrapEntryValue(1500 * time.Millisecond)},
-		{Name: ObservationLagEntry, Value: types.WrapEntryValue(2 * time.Millisecond)},
+		{Name: labels.EntryObservationLag, Value: types.WrapEntryValue(2 * time.Millisecond)},
 		{Name: "note", Value: types.WrapEntryValue("not a duration")},
 	}
 	fromLane := spec("loadbalancer", "keeps a Service's ingress", nil, types.SpecStatePassed, 2*time.Second)
@@ -140,7 +141,7 @@ func TestJUnitPropertiesInSeconds(t *testing.T) {
 		spec, property, want string
 	}{
 		{inProcess.FullText(), "load-balancer-ready", "1.5"},
-		{inProcess.FullText(), ObservationLagEntry, "0.002"},
+		{inProcess.FullText(), labels.EntryObservationLag, "0.002"},
 		{inProcess.FullText(), "note", `"not a duration"`},
 		{fromLane.FullText(), "load-balancer-ready", "0.25"},
 	}

@@ -213,10 +213,6 @@ func specRecords(info runner.RunInfo, report types.Report, res *runner.Result, r
 	return out
 }
 
-// ObservationLagEntry is the name of the report entries that hold a
-// watched wait's observation lag (framework.ObservationLagEntry).
-const ObservationLagEntry = labels.EntryObservationLag
-
 // timings turns the ginkgo report into timings.json.
 func timings(report types.Report, info runner.RunInfo) prow.Timings {
 	out := prow.Timings{Version: 1, Specs: []prow.SpecTiming{}}
@@ -229,7 +225,7 @@ func timings(report types.Report, info runner.RunInfo) prow.Timings {
 			d, ok := entryDuration(e)
 			switch {
 			case !ok:
-			case e.Name == ObservationLagEntry:
+			case e.Name == labels.EntryObservationLag:
 				t.ObservationLagsSeconds = append(t.ObservationLagsSeconds, d.Seconds())
 			default:
 				if t.Latencies == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/runner"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 )
@@ -33,7 +34,7 @@ type Spec struct {
 	// Latencies are recorded as report entries whose value is a duration.
 	Latencies map[string]time.Duration
 	// ObservationLags are recorded as the report entries of watched waits
-	// (rundir.ObservationLagEntry).
+	// (labels.EntryObservationLag).
 	ObservationLags []time.Duration
 }
 
@@ -107,7 +108,7 @@ func WriteRunDir(t testing.TB, dir string, r Run) {
 			sr.ReportEntries = append(sr.ReportEntries, types.ReportEntry{Name: name, Value: types.WrapEntryValue(d)})
 		}
 		for _, d := range s.ObservationLags {
-			sr.ReportEntries = append(sr.ReportEntries, types.ReportEntry{Name: rundir.ObservationLagEntry, Value: types.WrapEntryValue(d)})
+			sr.ReportEntries = append(sr.ReportEntries, types.ReportEntry{Name: labels.EntryObservationLag, Value: types.WrapEntryValue(d)})
 		}
 		switch {
 		case state == types.SpecStatePassed:
