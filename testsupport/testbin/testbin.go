@@ -246,11 +246,14 @@ func Tail(s string, n int) string {
 // them takes with a correct CCM on the local cluster (docs/performance.md),
 // so that a spec that must fail gives up in seconds, not after the
 // profile's generous minute. Waits on node lifecycle include kube-
-// controller-manager's grace period (5s).
+// controller-manager's grace period (5s). The load balancer waits are
+// longer: the service controller has one worker, and under CI's load (every
+// integration test at once on two cores) a correct CCM once took more than
+// 6 s to apply a port change while the other lanes' Services queued before it.
 func FailFast(profileText string) string {
 	for name, value := range map[string]string{
-		"nodeInitialize": "6s", "nodeAddressUpdate": "6s", "loadBalancerCreate": "6s", "loadBalancerUpdate": "6s",
-		"loadBalancerDelete": "6s", "routeSync": "6s",
+		"nodeInitialize": "6s", "nodeAddressUpdate": "6s", "loadBalancerCreate": "10s", "loadBalancerUpdate": "10s",
+		"loadBalancerDelete": "10s", "routeSync": "6s",
 		"nodeDeletion": "15s", "nodeShutdown": "15s", "leaderMigrationHandover": "15s", "leftoversGone": "15s",
 	} {
 		re := regexp.MustCompile(`(?m)^(  ` + name + `: ).*$`)
