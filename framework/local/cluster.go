@@ -74,7 +74,6 @@ type Cluster struct {
 	serverURL  string
 	state      State
 
-	launcher *launcher // starts the components; closed by Stop
 	stopOnce sync.Once
 	stopErr  error
 	procs    []*process // in start order
@@ -105,9 +104,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
 
-	c := &Cluster{opts: opts, log: opts.Logger.WithName("local-cluster"), launcher: newLauncher(), ready: make(chan error, 1)}
+	c := &Cluster{opts: opts, log: opts.Logger.WithName("local-cluster"), ready: make(chan error, 1)}
 	if err := c.makeDir(); err != nil {
-		c.launcher.close()
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
 	if err := c.start(ctx, binaries); err != nil {
@@ -249,7 +247,7 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 		c.log.Info("Starting component", "component", s.name, "binary", s.binary, "log", logPath)
 		started := time.Now()
 		var p *process
-		c.launcher.run(func() { p, err = startProcess(s.name, s.binary, s.args, c.dir, logPath, o.Detach) })
+		p, err = startProcess(s.name, s.binary, s.args, c.dir, logPath, o.Detach)
 		if err != nil {
 			return err
 		}
@@ -417,9 +415,6 @@ func firstServiceIPs(cidrs []string) ([]netip.Addr, error) {
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		c.stopErr = c.stop(ctx)
-		if c.stopErr == nil {
-			c.launcher.close()
-		}
 	})
 	return c.stopErr
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
@@ -133,8 +134,7 @@ func TestStartReportsMissingOverride(t *testing.T) {
 func startDetached(t *testing.T, name, script string) Component {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", script)
-	cmd.SysProcAttr = sysProcAttr(true)
-	if err := cmd.Start(); err != nil {
+	if err := proc.StartCommand(cmd, proc.Tie{Detach: true}); err != nil {
 		t.Fatal(err)
 	}
 	go cmd.Wait()

@@ -5,20 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 )
-
-// sysProcAttr makes a component lead a process group of its own, so that
-// Stop can signal everything it started. Unless the cluster is detached, the
-// kernel also kills the component when the thread that started it dies, so
-// that it never outlives the harness. A detached component gets a session
-// of its own instead, away from the harness's terminal and its hangups.
-func sysProcAttr(detach bool) *syscall.SysProcAttr {
-	if detach {
-		return &syscall.SysProcAttr{Setsid: true}
-	}
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
 
 // procStartTime returns when pid started, in clock ticks since boot (field
 // 22 of /proc/<pid>/stat). Together with the pid it names one process: a

@@ -51,8 +51,10 @@ func startProcess(name, binary string, args []string, dir, logPath string, detac
 	p.cmd.Dir = dir
 	p.cmd.Stdout = logFile
 	p.cmd.Stderr = logFile
-	p.cmd.SysProcAttr = sysProcAttr(detach)
-	if err := p.cmd.Start(); err != nil {
+	// A component leads a process group of its own, so that stop can
+	// signal everything it started. It dies with the harness unless the
+	// cluster is detached.
+	if err := proc.StartCommand(p.cmd, proc.Tie{Detach: detach}); err != nil {
 		return nil, &ComponentError{Component: name, Command: p.commandLine(), LogPath: logPath, Err: err}
 	}
 	p.pid = p.cmd.Process.Pid

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/cloudside"
+	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
 )
 
 // Lanes split a run's specs over worker processes, each with a world of
@@ -278,10 +279,9 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 		prefix := &prefixWriter{out: out, prefix: fmt.Sprintf("[lane %d] ", i+1)}
 		cmd.Stdout, cmd.Stderr = prefix, prefix
 		// Its own process group, so that a terminal's ^C reaches only the
-		// coordinator, which passes it on once; it dies with the
-		// coordinator, tearing its world down.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-		if err := cmd.Start(); err != nil {
+		// coordinator, which passes it on once; SIGTERM when the
+		// coordinator dies, so that it tears its world down.
+		if err := proc.StartCommand(cmd, proc.Tie{DeathSignal: syscall.SIGTERM}); err != nil {
 			exits[i] = fmt.Errorf("starting lane %d: %w", i+1, err)
 			continue
 		}

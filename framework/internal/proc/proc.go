@@ -1,6 +1,9 @@
-// Package proc starts and stops the child processes of a run (the CCM under
-// test, profile services). A child gets its own process group, dies with
-// the harness (Pdeathsig), and writes stdout and stderr to a log file.
+// Package proc starts and stops the child processes of a run. StartCommand
+// is the one way a child is started (the local cluster's components, the
+// lanes, the CCM under test, profile services): from one OS thread, in a
+// process group of its own, dying with the harness unless detached. Start
+// adds, for the CCM and profile services, a log file for stdout and stderr
+// and a stop that escalates from SIGTERM to SIGKILL.
 //
 // Floor: the framework. It stands on the leaves and links no suite, report,
 // check, backend, provider or command; testsupport/floors holds that.
@@ -61,8 +64,7 @@ func Start(opts Options) (*Process, error) {
 	cmd.Env = opts.Env
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := StartCommand(cmd, Tie{}); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("%s: starting %s: %w", opts.Name, CommandLine(opts.Command), err)
 	}
