@@ -40,6 +40,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
 	"github.com/ccm-conformance/ccm-conformance/labels"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 // BackendName is what kind clusters report as their backend.
@@ -521,22 +522,22 @@ func (c *Cluster) NodeImage() nodeimage.Image { return c.image }
 // did.
 func (c *Cluster) Metadata() map[string]string {
 	m := map[string]string{
-		"kind.version":         nodeimage.KindVersion,
-		"kind.cluster":         c.name,
-		"kind.nodeImage":       c.image.Tag,
-		"kind.nodeImageSource": string(c.image.Source),
-		"kind.privileged":      "true",
-		"kind.podRoutes":       "backend",
+		prow.MetaKindVersion:         nodeimage.KindVersion,
+		prow.MetaKindCluster:         c.name,
+		prow.MetaKindNodeImage:       c.image.Tag,
+		prow.MetaKindNodeImageSource: string(c.image.Source),
+		prow.MetaKindPrivileged:      "true",
+		prow.MetaKindPodRoutes:       "backend",
 	}
 	if c.cloudRoutesPods {
-		m["kind.podRoutes"] = "cloud"
+		m[prow.MetaKindPodRoutes] = "cloud"
 	}
 	if c.image.ID != "" {
-		m["kind.nodeImageID"] = c.image.ID
+		m[prow.MetaKindNodeImageID] = c.image.ID
 	}
 	if c.wrapperDir != "" {
-		m["kind.privileged"] = "false"
-		m["kind.privilegedFallback"] = strings.Join(FallbackRunArgs(), " ") + " (docker refused --privileged: " + c.privileged + ")"
+		m[prow.MetaKindPrivileged] = "false"
+		m[prow.MetaKindPrivilegedFallback] = strings.Join(FallbackRunArgs(), " ") + " (docker refused --privileged: " + c.privileged + ")"
 	}
 	return m
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/kind/nodeimage"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 // uninitializedTaint is the taint a kubelet with --cloud-provider=external
@@ -71,11 +72,11 @@ func TestIntegrationKindClusterComesUp(t *testing.T) {
 	t.Logf("cluster %s up in %s; metadata %v", name, time.Since(start).Round(time.Second), kc.Metadata())
 	// The run's metadata says which path the node image took: here, where
 	// no registry answers, the offline build after a failed pull.
-	switch src := nodeimage.Source(kc.Metadata()["kind.nodeImageSource"]); src {
+	switch src := nodeimage.Source(kc.Metadata()[prow.MetaKindNodeImageSource]); src {
 	case nodeimage.SourceBuilt, nodeimage.SourceBuiltCached, nodeimage.SourcePublishedPulled, nodeimage.SourcePublishedInDocker:
 		t.Logf("node image: %s", src)
 	default:
-		t.Errorf("kind.nodeImageSource %q", src)
+		t.Errorf("%s %q", prow.MetaKindNodeImageSource, src)
 	}
 
 	containers := docker(t, "ps", "-a", "-q", "--filter", "label="+kindClusterLabel+"="+name)

@@ -15,13 +15,6 @@ import (
 // directory (next to artifacts/metadata.json).
 const ResultFile = "artifacts/release-check.json"
 
-// Keys WriteToRunDir merges into a run's metadata.json.
-const (
-	MetaResult = "release-check"
-	MetaImage  = "release-check-image"
-	MetaDigest = "release-check-digest"
-)
-
 // WriteText prints the checklist: one line per item, then a summary.
 func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "release check of %s (%s, %s, %s)\n", r.Image, r.Source, r.Platform, r.Digest)
@@ -43,7 +36,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// Summary is the one-line value of MetaResult: "pass (9 passed, 0
+// Summary is the one-line value of prow.MetaReleaseCheck: "pass (9 passed, 0
 // warned, 0 failed)" or "fail: RG1, RG5 (...)".
 func (r *Report) Summary() string {
 	counts := fmt.Sprintf("%d passed, %d warned, %d failed", r.Passed, r.Warned, r.Failed)
@@ -54,7 +47,7 @@ func (r *Report) Summary() string {
 }
 
 // WriteToRunDir stores the report with a run: the whole report as
-// ResultFile, and MetaResult, MetaImage and MetaDigest merged into the
+// ResultFile, and prow.MetaReleaseCheck, MetaReleaseCheckImage and MetaReleaseCheckDigest merged into the
 // run's metadata.json (prow.MergeMetadata: the run's other keys are kept).
 func (r *Report) WriteToRunDir(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
@@ -65,7 +58,7 @@ func (r *Report) WriteToRunDir(dir string) error {
 	if err := prow.WriteFileAtomic(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	keys := map[string]any{MetaResult: r.Summary(), MetaImage: r.Image, MetaDigest: r.Digest}
+	keys := map[string]any{prow.MetaReleaseCheck: r.Summary(), prow.MetaReleaseCheckImage: r.Image, prow.MetaReleaseCheckDigest: r.Digest}
 	if _, err := prow.MergeMetadata(filepath.Join(dir, prow.MetadataFile), keys); err != nil {
 		return err
 	}

@@ -34,11 +34,11 @@ func TestWriteToRunDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"provider":   "reference",
-		"ccm-digest": "sha256:abc",
-		MetaResult:   "fail: RG1 (7 passed, 1 warned, 1 failed)",
-		MetaImage:    "x.tar",
-		MetaDigest:   "sha256:def",
+		"provider":                  "reference",
+		"ccm-digest":                "sha256:abc",
+		prow.MetaReleaseCheck:       "fail: RG1 (7 passed, 1 warned, 1 failed)",
+		prow.MetaReleaseCheckImage:  "x.tar",
+		prow.MetaReleaseCheckDigest: "sha256:def",
 	}
 	for k, v := range want {
 		if got[k] != v {

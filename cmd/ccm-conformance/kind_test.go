@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
@@ -44,9 +45,9 @@ func readMetadata(t *testing.T, artifacts string) map[string]any {
 func checkNoKindLeft(t *testing.T, artifacts string, volumesBefore []string) {
 	t.Helper()
 	meta := readMetadata(t, artifacts)
-	name, _ := meta["kind.cluster"].(string)
+	name, _ := meta[prow.MetaKindCluster].(string)
 	if !strings.HasPrefix(name, "ccmc-") {
-		t.Fatalf("metadata.json names no kind cluster (kind.cluster %v)", meta["kind.cluster"])
+		t.Fatalf("metadata.json names no kind cluster (%s %v)", prow.MetaKindCluster, meta[prow.MetaKindCluster])
 	}
 	if left := testbin.ContainersLabelled(t, "io.x-k8s.kind.cluster", name); len(left) > 0 {
 		t.Errorf("containers of kind cluster %s left after the run: %v", name, left)
@@ -124,8 +125,8 @@ func TestIntegrationKindConformance(t *testing.T) {
 	}
 	// Only the cloud's routes joined the nodes' pod networks, so the
 	// routes spec's traffic went over them.
-	if meta["kind.podRoutes"] != "cloud" {
-		t.Errorf("metadata.json: kind.podRoutes %v, want cloud (reference-kind.yaml's cluster.podRoutes)", meta["kind.podRoutes"])
+	if meta[prow.MetaKindPodRoutes] != "cloud" {
+		t.Errorf("metadata.json: %s %v, want cloud (reference-kind.yaml's cluster.podRoutes)", prow.MetaKindPodRoutes, meta[prow.MetaKindPodRoutes])
 	}
 	if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", "ccm.log")); err != nil || !strings.Contains(string(log), "cloud-controller-manager") {
 		t.Errorf("the deployed CCM's log is not in the artifacts (%v):\n%s", err, tail(string(log), 10))

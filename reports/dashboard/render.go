@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
+	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 )
 
 //go:embed templates
@@ -70,6 +71,11 @@ var funcs = template.FuncMap{
 		s, _ := m[key].(string)
 		return s
 	},
+	// keys names the metadata keys a template reads by their reports/prow
+	// constants: (keys).CCMImage.
+	"keys": func() metadataKeys {
+		return metadataKeys{prow.MetaCCMImage, prow.MetaReleaseCheck, prow.MetaReleaseCheckImage}
+	},
 	"latencyTitle": func(name string) string {
 		if t := latencyTitles[name]; t != "" {
 			return t
@@ -77,6 +83,8 @@ var funcs = template.FuncMap{
 		return name
 	},
 }
+
+type metadataKeys struct{ CCMImage, ReleaseCheck, ReleaseCheckImage string }
 
 type templates struct {
 	index, provider, run, badge *template.Template

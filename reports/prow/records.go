@@ -96,6 +96,38 @@ const (
 	MetaCCMGoVersion = "ccm-go-version"
 )
 
+// Keys other writers of a run directory add. Every metadata key is spelled
+// in lower case with dashes and named here, and nowhere else
+// (TestMetadataKeysHaveOneHome).
+const (
+	// The release check's verdict ("pass (9 passed, 0 warned, 0
+	// failed)"), the image it checked and that image's digest
+	// (release-check --run-dir).
+	MetaReleaseCheck       = "release-check"
+	MetaReleaseCheckImage  = "release-check-image"
+	MetaReleaseCheckDigest = "release-check-digest"
+
+	// MetaTesterVersion is the kubetest2 tester's version, under the key
+	// kubetest2's own testers write; MetaKubetest2RunID is the kubetest2
+	// run's id (KUBETEST2_RUN_ID).
+	MetaTesterVersion  = "tester-version"
+	MetaKubetest2RunID = "kubetest2-run-id"
+
+	// The kind backend's facts (docs/kind.md): the kind release it links,
+	// the cluster's name, the node image's tag, ID and source
+	// (nodeimage.Source), whether the nodes run privileged and, when not,
+	// the fallback's run arguments and why, and who routes pod traffic
+	// between nodes ("backend" or "cloud").
+	MetaKindVersion            = "kind-version"
+	MetaKindCluster            = "kind-cluster"
+	MetaKindNodeImage          = "kind-node-image"
+	MetaKindNodeImageID        = "kind-node-image-id"
+	MetaKindNodeImageSource    = "kind-node-image-source"
+	MetaKindPrivileged         = "kind-privileged"
+	MetaKindPrivilegedFallback = "kind-privileged-fallback"
+	MetaKindPodRoutes          = "kind-pod-routes"
+)
+
 // ColumnHeaderKeys are the metadata keys that head a run's column on
 // TestGrid (testgrid-config's column_header): what Kubernetes build and
 // what CCM build the run tested. TestGrid shows "missing" in the header

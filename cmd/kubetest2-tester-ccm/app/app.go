@@ -57,13 +57,6 @@ const (
 	EnvRunID      = "KUBETEST2_RUN_ID"
 )
 
-// Metadata keys the tester adds to metadata.json, besides the harness's.
-const (
-	// MetaTesterVersion is the key kubetest2's own testers write.
-	MetaTesterVersion = "tester-version"
-	MetaRunID         = "kubetest2-run-id"
-)
-
 // options are the tester's flags.
 type options struct {
 	provider    string
@@ -230,10 +223,10 @@ func (o *options) runOptions(getenv env) (rundir.Options, error) {
 // them (they win over what the runner read from a deployed CCM's pods).
 func (o *options) metadata(getenv env) map[string]string {
 	return map[string]string{
-		MetaTesterVersion:  Version,
-		MetaRunID:          getenv(EnvRunID),
-		prow.MetaCCMImage:  o.ccmImage,
-		prow.MetaCCMDigest: o.ccmDigest,
+		prow.MetaTesterVersion:  Version,
+		prow.MetaKubetest2RunID: getenv(EnvRunID),
+		prow.MetaCCMImage:       o.ccmImage,
+		prow.MetaCCMDigest:      o.ccmDigest,
 	}
 }
 
