@@ -294,6 +294,15 @@ type ImageCCM struct {
 // binary or an image), rather than finding it deployed.
 func (c *CCM) HarnessStarts() bool { return c.Binary != nil || c.Image != nil }
 
+// Module is the module the CCM is built from (ccm.binary.module), or nil
+// for a CCM that is not built by the harness.
+func (c *CCM) Module() *ModuleCCM {
+	if c.Binary == nil {
+		return nil
+	}
+	return c.Binary.Module
+}
+
 // Field names the profile field that says how the CCM runs:
 // "ccm.binary.path", "ccm.binary.module", "ccm.image" or "ccm.deployed";
 // "no CCM" for a profile that has none.

@@ -38,7 +38,7 @@ const (
 // world is everything one run of the specs needs, brought up in order and
 // torn down in reverse: a cluster from the backend (worldcluster.go), the
 // profile's services and cloud driver (worldcloud.go), the CCM under test
-// (worldccm.go) and, on clusters without machines, the simulated nodes
+// (chosen in ccmchoice.go, launched by worldccm.go) and, on clusters without machines, the simulated nodes
 // (worldnodes.go). This file orchestrates them.
 type world struct {
 	profile *profile.Profile

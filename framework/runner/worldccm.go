@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,18 +17,6 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
-
-// The CCM under test runs in one of four modes, chosen once per world by
-// chooseCCM from the profile and the cluster's capabilities:
-//
-//	ccm.binary                              a process on the harness's host (binaryCCM)
-//	ccm.image, on a cluster that loads images the standard Deployment in the cluster (deploymentCCM)
-//	ccm.image, on any other cluster          a container beside the cluster (containerCCM)
-//	ccm.deployed                            already running in the cluster (deployedCCM)
-//
-// Nothing else in a world branches on the mode: the world starts what was
-// chosen and asks it, by type, for the optional capabilities below, as it
-// asks the cluster for its own.
 
 // ccmLauncher brings up the main CCM of a world.
 type ccmLauncher interface {
@@ -52,67 +39,6 @@ type ccmInstanceLauncher interface {
 // a spec can see the CCM act on them (framework.NodesAwaitingCCM).
 type ccmNodeWatcher interface {
 	awaitingNodes() []string
-}
-
-// checkCCMInput refuses, before anything starts, a CCM the run could not
-// start: a ccm.binary.path that is no executable, or ccm.deployed on a
-// backend whose new cluster has no CCM deployed.
-func checkCCMInput(p *profile.Profile, backend cluster.Backend) error {
-	if b := p.CCM.Binary; b != nil && b.Module == nil {
-		if err := checkExecutable(p.ResolvePath(b.Path)); err != nil {
-			return &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
-		}
-	}
-	if backend != nil && p.CCM.Deployed != nil && backend.SimulatesNodes() {
-		return &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; pass that cluster with --kubeconfig", p.Path, backend.Name())}
-	}
-	return nil
-}
-
-// inspectCCMImage is what the Docker engine knows of ccm.image, or nil for
-// a CCM of another mode.
-func inspectCCMImage(ctx context.Context, p *profile.Profile) (*ccm.ImageInfo, error) {
-	img := p.CCM.Image
-	if img == nil {
-		return nil, nil
-	}
-	info, err := ccm.InspectImage(ctx, "", img.Reference)
-	if err != nil {
-		return nil, &InputError{fmt.Errorf("profile %s: ccm.image: %w", p.Path, err)}
-	}
-	return &info, nil
-}
-
-// recordCCMIdentity puts into the run's info what names the CCM that ran:
-// the executable with its digest and module, or the image with its digest.
-// A CCM already deployed is known by its pods only.
-func recordCCMIdentity(info *RunInfo, checked *Checked, out io.Writer) {
-	if m := checked.Profile.CCM.Binary; m != nil && m.Module != nil {
-		fmt.Fprintf(out, "[ccm-conformance] the CCM, built from %s@%s (ccm.binary.module): %s\n", m.Module.Path, m.Module.Version, checked.CCMBinary)
-	}
-	if checked.CCMBinary != "" {
-		recordCCMBinary(info, checked.CCMBinary, out)
-	}
-	if img := checked.Image; img != nil {
-		info.CCMImage = img.Reference
-		info.CCMDigest = img.Digest()
-	}
-}
-
-// chooseCCM picks the launcher of the world's CCM.
-func chooseCCM(w *world) ccmLauncher {
-	c := w.profile.CCM
-	switch {
-	case c.Deployed != nil:
-		return &deployedCCM{w: w}
-	case c.Image != nil:
-		if loader, ok := w.cluster.(cluster.ImageLoader); ok {
-			return &deploymentCCM{w: w, loader: loader}
-		}
-		return &processCCM{w: w, starter: containerCCM{w: w}}
-	default:
-		return &processCCM{w: w, starter: binaryCCM{w: w}}
-	}
 }
 
 // deployedCCM is a CCM that already runs in the cluster (ccm.deployed):

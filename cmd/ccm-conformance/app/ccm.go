@@ -59,11 +59,11 @@ output.`,
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: err}
 			}
-			if p.CCM.Binary == nil || p.CCM.Binary.Module == nil {
+			m := p.CCM.Module()
+			if m == nil {
 				fmt.Fprintf(stdout, "profile %s: the CCM is not built from a module (%s), so there is nothing to build\n", provider, p.CCM.Field())
 				return nil
 			}
-			m := p.CCM.Binary.Module
 			b, err := runner.BuildCCMModule(ctx, p, stderr)
 			if err != nil {
 				return &exitError{code: runner.ExitHarnessError, err: fmt.Errorf("profile %s: %w", provider, err)}
@@ -174,7 +174,7 @@ that does not answer, in one line naming the input.`,
 				return badInput(fmt.Errorf("profile %s: %w", provider, err))
 			}
 			opts := images.BinaryOptions{Binary: exe, Ref: tag, Revision: revision, Load: true, Progress: stderr}
-			if m := p.CCM.Binary.Module; m != nil {
+			if m := p.CCM.Module(); m != nil {
 				if opts.Created, err = images.ModuleTime(ctx, "", m.Path, m.Version); err != nil {
 					fmt.Fprintf(stderr, "ccm image: the time of %s@%s is not known, the image is stamped with the Unix epoch: %s\n", m.Path, m.Version, firstline.Of(err.Error()))
 				}

@@ -68,7 +68,7 @@ func moduleCCMNote(p *profile.Profile, path string) string {
 	if err != nil {
 		return ""
 	}
-	m := p.CCM.Binary.Module
+	m := p.CCM.Module()
 	root, err := k8sbin.CacheRoot(nil)
 	if err != nil {
 		return ""
