@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/driversdk"
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 )
 
 const goldenDir = "../../driversdk/testdata/golden"
@@ -130,5 +131,19 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 			}
 			compare(name, reflect.TypeOf(v), resolve(def))
 		}
+	}
+	// The drivers under providers/ may not link the SDK and share their own
+	// copy of the objects: it must name the schema's fields too.
+	for name, v := range map[string]any{
+		"Address": driverproto.Address{}, "Instance": driverproto.Instance{}, "Ingress": driverproto.Ingress{},
+		"Port": driverproto.Port{}, "LoadBalancer": driverproto.LoadBalancer{}, "Route": driverproto.Route{},
+		"Call": driverproto.Call{}, "Info": driverproto.Info{},
+	} {
+		def, ok := schema.Defs[name]
+		if !ok {
+			t.Errorf("no $defs/%s", name)
+			continue
+		}
+		compare("providers/driverproto "+name, reflect.TypeOf(v), resolve(def))
 	}
 }

@@ -38,8 +38,9 @@ const (
 // world is everything one run of the specs needs, brought up in order and
 // torn down in reverse: a cluster from the backend (worldcluster.go), the
 // profile's services and cloud driver (worldcloud.go), the CCM under test
-// (chosen in ccmchoice.go, launched by worldccm.go) and, on clusters without machines, the simulated nodes
-// (worldnodes.go). This file orchestrates them.
+// (chosen in ccmchoice.go, launched by worldccm.go) and, on clusters
+// without machines, the simulated nodes (worldnodes.go). This file
+// orchestrates them.
 type world struct {
 	profile *profile.Profile
 	// image is what the Docker engine knows of ccm.image; nil for another

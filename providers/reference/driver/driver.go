@@ -12,12 +12,11 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
 
@@ -30,51 +29,19 @@ const (
 	CallerEnv = "REFERENCE_CLOUD_CALLER"
 )
 
-// Exit codes.
-const (
-	ExitOK       = 0
-	ExitFailure  = 1
-	ExitNotFound = 3 // the object named in the request does not exist
-)
-
-// ProtocolVersion is the protocol this driver speaks.
-const ProtocolVersion = "v1"
-
-// errNotFound marks errors for which the driver exits with ExitNotFound.
-var errNotFound = errors.New("not found")
-
 // Main runs one driver call: args are the verb words, stdin holds the
-// request. It returns the process exit code.
+// request. It returns the process exit code (driverproto.Main).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	resp, err := run(ctx, args, stdin, getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "reference-cloud-driver %s: %v\n", strings.Join(args, " "), err)
-		if errors.Is(err, errNotFound) {
-			return ExitNotFound
-		}
-		return ExitFailure
-	}
-	if err := json.NewEncoder(stdout).Encode(resp); err != nil {
-		fmt.Fprintf(stderr, "reference-cloud-driver %s: writing the response: %v\n", strings.Join(args, " "), err)
-		return ExitFailure
-	}
-	return ExitOK
+	return driverproto.Main("reference-cloud-driver", args, stdin, stdout, stderr, func(verb string, request []byte) (any, error) {
+		return run(ctx, verb, request, getenv)
+	})
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, getenv func(string) string) (any, error) {
-	verb := strings.Join(args, " ")
+func run(ctx context.Context, verb string, request []byte, getenv func(string) string) (any, error) {
 	handler, ok := verbTable()[verb]
 	if !ok {
 		return nil, fmt.Errorf("unknown verb %q (known: %s)", verb, strings.Join(verbNames(), ", "))
 	}
-	request, err := io.ReadAll(stdin)
-	if err != nil {
-		return nil, fmt.Errorf("reading the request: %w", err)
-	}
-	if strings.TrimSpace(string(request)) == "" {
-		request = []byte("{}")
-	}
-
 	d := &driver{}
 	if verb != "info" { // info needs no cloud
 		endpoint := getenv(EndpointEnv)
@@ -137,19 +104,10 @@ func verbTable() map[string]verbFunc {
 	}
 }
 
-// decode reads a request; unknown fields are ignored, as the protocol asks.
-func decode[T any](request []byte) (T, error) {
-	var v T
-	if err := json.Unmarshal(request, &v); err != nil {
-		return v, fmt.Errorf("decoding the request: %w", err)
-	}
-	return v, nil
-}
-
-// cloudErr wraps a cloud API error, marking a 404 as errNotFound.
+// cloudErr wraps a cloud API error, marking a 404 as driverproto.ErrNotFound.
 func cloudErr(what string, err error) error {
 	if cloudapi.IsNotFound(err) {
-		return fmt.Errorf("%s: %w: %w", what, errNotFound, err)
+		return fmt.Errorf("%s: %w: %w", what, driverproto.ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -5,97 +5,34 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
 
-// The protocol's objects (docs/cloud-driver.md). They are declared here,
-// not borrowed from cloudapi, because the protocol is a contract of its
-// own: the cloud API may change without the driver's output changing.
-
-// Address is a node address: a Kubernetes NodeAddressType and a value.
-type Address struct {
-	Type    string `json:"type"`
-	Address string `json:"address"`
-}
-
-// Instance is the protocol's Instance object.
-type Instance struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	ProviderID   string    `json:"providerID"`
-	Zone         string    `json:"zone"`
-	Region       string    `json:"region"`
-	InstanceType string    `json:"instanceType"`
-	State        string    `json:"state"`
-	Addresses    []Address `json:"addresses"`
-}
-
-// Ingress is one address a load balancer serves on.
-type Ingress struct {
-	IP       string `json:"ip,omitempty"`
-	Hostname string `json:"hostname,omitempty"`
-}
-
-// Port is one listener of a load balancer.
-type Port struct {
-	Protocol string `json:"protocol"`
-	Port     int32  `json:"port"`
-	NodePort int32  `json:"nodePort"`
-}
-
-// LoadBalancer is the protocol's LoadBalancer object.
-type LoadBalancer struct {
-	Exists              bool      `json:"exists"`
-	Name                string    `json:"name"`
-	Ingress             []Ingress `json:"ingress"`
-	Ports               []Port    `json:"ports"`
-	Backends            []string  `json:"backends"`
-	SourceRanges        []string  `json:"sourceRanges"`
-	HealthCheckNodePort int32     `json:"healthCheckNodePort"`
-	// ServiceNamespace and ServiceName are set by loadbalancers list: the
-	// Service the cloud recorded the load balancer for.
-	ServiceNamespace string `json:"serviceNamespace,omitempty"`
-	ServiceName      string `json:"serviceName,omitempty"`
-}
-
-// Route is the protocol's Route object.
-type Route struct {
-	Name            string `json:"name"`
-	NodeName        string `json:"nodeName"`
-	DestinationCIDR string `json:"destinationCIDR"`
-}
-
 // ---- info ----
 
-type infoResponse struct {
-	ProtocolVersion string   `json:"protocolVersion"`
-	Provider        string   `json:"provider"`
-	Verbs           []string `json:"verbs"`
-}
-
 func (d *driver) info(context.Context, []byte) (any, error) {
-	return infoResponse{ProtocolVersion: ProtocolVersion, Provider: "reference", Verbs: verbNames()}, nil
+	return driverproto.Info{ProtocolVersion: driverproto.Version, Provider: "reference", Verbs: verbNames()}, nil
 }
 
 // ---- instances ----
 
 type instanceResponse struct {
-	Instance Instance `json:"instance"`
+	Instance driverproto.Instance `json:"instance"`
 }
 
 type nameRequest struct {
 	Name string `json:"name"`
 }
 
-func toInstance(in *cloudapi.Instance) Instance {
-	out := Instance{
+func toInstance(in *cloudapi.Instance) driverproto.Instance {
+	out := driverproto.Instance{
 		ID: in.ID, Name: in.Name, ProviderID: in.ProviderID, Zone: in.Zone, Region: in.Region,
-		InstanceType: in.InstanceType, State: in.State, Addresses: []Address{},
+		InstanceType: in.InstanceType, State: in.State, Addresses: []driverproto.Address{},
 	}
 	for _, a := range in.Addresses {
-		out.Addresses = append(out.Addresses, Address{Type: a.Type, Address: a.Address})
+		out.Addresses = append(out.Addresses, driverproto.Address{Type: a.Type, Address: a.Address})
 	}
 	return out
 }
@@ -106,8 +43,8 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
 	resp := struct {
-		Instances []Instance `json:"instances"`
-	}{Instances: []Instance{}}
+		Instances []driverproto.Instance `json:"instances"`
+	}{Instances: []driverproto.Instance{}}
 	for i := range list {
 		resp.Instances = append(resp.Instances, toInstance(&list[i]))
 	}
@@ -116,7 +53,7 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 
 // byName finds the instance a request names.
 func (d *driver) byName(ctx context.Context, request []byte) (*cloudapi.Instance, error) {
-	req, err := decode[nameRequest](request)
+	req, err := driverproto.Decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +76,7 @@ func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
 }
 
 func (d *driver) createInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		Name         string   `json:"name"`
 		Zone         string   `json:"zone"`
 		InstanceType string   `json:"instanceType"`
@@ -194,8 +131,8 @@ func (d *driver) startInstance(ctx context.Context, request []byte) (any, error)
 }
 
 func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
-		Addresses []Address `json:"addresses"`
+	req, err := driverproto.Decode[struct {
+		Addresses []driverproto.Address `json:"addresses"`
 	}](request)
 	if err != nil {
 		return nil, err
@@ -226,7 +163,7 @@ func loadBalancerName(uid string) string {
 }
 
 func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
 		UID       string `json:"uid"`
@@ -239,8 +176,8 @@ func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, erro
 	}
 	name := loadBalancerName(req.UID)
 	resp := struct {
-		LoadBalancer LoadBalancer `json:"loadBalancer"`
-	}{LoadBalancer{Ingress: []Ingress{}, Ports: []Port{}, Backends: []string{}, SourceRanges: []string{}}}
+		LoadBalancer driverproto.LoadBalancer `json:"loadBalancer"`
+	}{driverproto.LoadBalancer{Ingress: []driverproto.Ingress{}, Ports: []driverproto.Port{}, Backends: []string{}, SourceRanges: []string{}}}
 
 	lb, err := d.client.GetLoadBalancer(ctx, name)
 	if cloudapi.IsNotFound(err) {
@@ -274,13 +211,13 @@ func (d *driver) loadBalancerMadeFor(ctx context.Context, namespace, name string
 }
 
 // toLoadBalancer is the protocol's view of a load balancer that exists.
-func toLoadBalancer(lb *cloudapi.LoadBalancer) LoadBalancer {
-	out := LoadBalancer{Exists: true, Name: lb.Name, Ingress: []Ingress{}, Ports: []Port{}, Backends: []string{}, SourceRanges: []string{}}
+func toLoadBalancer(lb *cloudapi.LoadBalancer) driverproto.LoadBalancer {
+	out := driverproto.LoadBalancer{Exists: true, Name: lb.Name, Ingress: []driverproto.Ingress{}, Ports: []driverproto.Port{}, Backends: []string{}, SourceRanges: []string{}}
 	if lb.IngressIP != "" {
-		out.Ingress = append(out.Ingress, Ingress{IP: lb.IngressIP})
+		out.Ingress = append(out.Ingress, driverproto.Ingress{IP: lb.IngressIP})
 	}
 	for _, p := range lb.Ports {
-		out.Ports = append(out.Ports, Port{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+		out.Ports = append(out.Ports, driverproto.Port{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
 	}
 	out.Backends = append(out.Backends, lb.Backends...)
 	out.SourceRanges = append(out.SourceRanges, lb.SourceRanges...)
@@ -296,8 +233,8 @@ func (d *driver) listLoadBalancers(ctx context.Context, _ []byte) (any, error) {
 		return nil, fmt.Errorf("listing load balancers: %w", err)
 	}
 	resp := struct {
-		LoadBalancers []LoadBalancer `json:"loadBalancers"`
-	}{LoadBalancers: []LoadBalancer{}}
+		LoadBalancers []driverproto.LoadBalancer `json:"loadBalancers"`
+	}{LoadBalancers: []driverproto.LoadBalancer{}}
 	for i := range list {
 		lb := toLoadBalancer(&list[i])
 		lb.ServiceNamespace, lb.ServiceName = list[i].ServiceNamespace, list[i].ServiceName
@@ -314,16 +251,16 @@ func (d *driver) listRoutes(ctx context.Context, _ []byte) (any, error) {
 		return nil, fmt.Errorf("listing routes: %w", err)
 	}
 	resp := struct {
-		Routes []Route `json:"routes"`
-	}{Routes: []Route{}}
+		Routes []driverproto.Route `json:"routes"`
+	}{Routes: []driverproto.Route{}}
 	for _, r := range list {
-		resp.Routes = append(resp.Routes, Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR})
+		resp.Routes = append(resp.Routes, driverproto.Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR})
 	}
 	return resp, nil
 }
 
 func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		NodeName        string `json:"nodeName"`
 		DestinationCIDR string `json:"destinationCIDR"`
 	}](request)
@@ -335,12 +272,12 @@ func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
 		return nil, fmt.Errorf("creating route %s to node %s: %w", req.DestinationCIDR, req.NodeName, err)
 	}
 	return struct {
-		Route Route `json:"route"`
-	}{Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR}}, nil
+		Route driverproto.Route `json:"route"`
+	}{driverproto.Route{Name: r.Name, NodeName: r.NodeName, DestinationCIDR: r.DestinationCIDR}}, nil
 }
 
 func (d *driver) deleteRoute(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[nameRequest](request)
+	req, err := driverproto.Decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +310,7 @@ func faultTargets() map[string][]string {
 // look at the cloud while the CCM sees errors. A rate of 0 removes the
 // target's faults.
 func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		Target    string  `json:"target"`
 		ErrorRate float64 `json:"errorRate"`
 	}](request)
@@ -405,16 +342,6 @@ func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
 
 // ---- call log ----
 
-// Call is the protocol's Call object.
-type Call struct {
-	Seq       int64     `json:"seq"`
-	Time      time.Time `json:"time"`
-	Operation string    `json:"operation"`
-	Caller    string    `json:"caller"`
-	Resource  string    `json:"resource,omitempty"`
-	Error     string    `json:"error,omitempty"`
-}
-
 // callOperations maps the cloud API operations that change load balancers
 // and routes to the protocol's names for them, which are the cloudprovider
 // methods behind them. Other operations keep the cloud's own names.
@@ -432,7 +359,7 @@ func callOperations() map[string]string {
 // listCalls returns the cloud's call log after a sequence number, without
 // the driver's own calls, optionally only some operations.
 func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		After      int64    `json:"after"`
 		Operations []string `json:"operations"`
 	}](request)
@@ -448,9 +375,9 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 	}
 	names := callOperations()
 	resp := struct {
-		Calls []Call `json:"calls"`
-		Last  int64  `json:"last"`
-	}{Calls: []Call{}, Last: req.After}
+		Calls []driverproto.Call `json:"calls"`
+		Last  int64              `json:"last"`
+	}{Calls: []driverproto.Call{}, Last: req.After}
 	for _, c := range logged {
 		resp.Last = max(resp.Last, c.Seq)
 		if c.Caller == d.caller {
@@ -463,7 +390,7 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 		if len(req.Operations) > 0 && !slices.Contains(req.Operations, op) {
 			continue
 		}
-		resp.Calls = append(resp.Calls, Call{Seq: c.Seq, Time: c.Time, Operation: op, Caller: c.Caller, Resource: c.Resource, Error: c.Error})
+		resp.Calls = append(resp.Calls, driverproto.Call{Seq: c.Seq, Time: c.Time, Operation: op, Caller: c.Caller, Resource: c.Resource, Error: c.Error})
 	}
 	return resp, nil
 }

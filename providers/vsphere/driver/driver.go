@@ -22,13 +22,12 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/simctl"
 )
 
@@ -50,35 +49,12 @@ const (
 // log leaves those calls out.
 const UserAgent = simctl.DriverUserAgent
 
-// Exit codes.
-const (
-	ExitOK       = 0
-	ExitFailure  = 1
-	ExitNotFound = 3 // the object named in the request does not exist
-)
-
-// ProtocolVersion is the protocol this driver speaks.
-const ProtocolVersion = "v1"
-
-// errNotFound marks errors for which the driver exits with ExitNotFound.
-var errNotFound = errors.New("not found")
-
 // Main runs one driver call: args are the verb words, stdin holds the
-// request. It returns the process exit code.
+// request. It returns the process exit code (driverproto.Main).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	resp, err := run(ctx, args, stdin, getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "vsphere-cloud-driver %s: %v\n", strings.Join(args, " "), err)
-		if errors.Is(err, errNotFound) {
-			return ExitNotFound
-		}
-		return ExitFailure
-	}
-	if err := json.NewEncoder(stdout).Encode(resp); err != nil {
-		fmt.Fprintf(stderr, "vsphere-cloud-driver %s: writing the response: %v\n", strings.Join(args, " "), err)
-		return ExitFailure
-	}
-	return ExitOK
+	return driverproto.Main("vsphere-cloud-driver", args, stdin, stdout, stderr, func(verb string, request []byte) (any, error) {
+		return run(ctx, verb, request, getenv)
+	})
 }
 
 type verb struct {
@@ -137,19 +113,12 @@ type driver struct {
 	control *simctl.Client // nil without $VSPHERE_CONTROL_SOCKET
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, getenv func(string) string) (any, error) {
-	name := strings.Join(args, " ")
+func run(ctx context.Context, name string, request []byte, getenv func(string) string) (any, error) {
 	v, ok := verbTable()[name]
 	if !ok || !slices.Contains(offered(getenv), name) {
 		return nil, fmt.Errorf("unknown verb %q (known: %s)", name, strings.Join(offered(getenv), ", "))
 	}
-	request, err := io.ReadAll(stdin)
-	if err != nil {
-		return nil, fmt.Errorf("reading the request: %w", err)
-	}
-	if strings.TrimSpace(string(request)) == "" {
-		request = []byte("{}")
-	}
+	var err error
 	d := &driver{getenv: getenv}
 	if sock := getenv(ControlEnv); sock != "" {
 		d.control = simctl.NewClient(sock)
@@ -175,13 +144,4 @@ func run(ctx context.Context, args []string, stdin io.Reader, getenv func(string
 		defer d.vc.close()
 	}
 	return v.fn(d, ctx, request)
-}
-
-// decode reads a request; unknown fields are ignored, as the protocol asks.
-func decode[T any](request []byte) (T, error) {
-	var v T
-	if err := json.Unmarshal(request, &v); err != nil {
-		return v, fmt.Errorf("decoding the request: %w", err)
-	}
-	return v, nil
 }

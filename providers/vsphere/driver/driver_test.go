@@ -20,6 +20,7 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/cloud"
 )
 
@@ -44,7 +45,7 @@ func call(t *testing.T, env map[string]string, verb, request string) (int, []byt
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := Main(t.Context(), strings.Fields(verb), strings.NewReader(request), &stdout, &stderr, func(k string) string { return env[k] })
-	if code == ExitOK && strings.Count(stdout.String(), "\n") != 1 {
+	if code == driverproto.ExitOK && strings.Count(stdout.String(), "\n") != 1 {
 		t.Errorf("%s: stdout is not one JSON line: %q", verb, stdout.String())
 	}
 	return code, stdout.Bytes(), stderr.String()
@@ -54,7 +55,7 @@ func call(t *testing.T, env map[string]string, verb, request string) (int, []byt
 func must[T any](t *testing.T, env map[string]string, verb, request string) T {
 	t.Helper()
 	code, out, errOut := call(t, env, verb, request)
-	if code != ExitOK {
+	if code != driverproto.ExitOK {
 		t.Fatalf("%s %s: exit %d: %s", verb, request, code, errOut)
 	}
 	var v T
@@ -74,7 +75,7 @@ func fails(t *testing.T, env map[string]string, verb, request string, code int, 
 }
 
 type instanceAnswer struct {
-	Instance Instance `json:"instance"`
+	Instance driverproto.Instance `json:"instance"`
 }
 
 // ccmClient logs in to the simulated vCenter as the vSphere CCM does
@@ -140,14 +141,14 @@ func TestIntegrationDriver(t *testing.T) {
 	caFile := filepath.Join(filepath.Dir(env[ConfigEnv]), cloud.CAFile)
 	ccm := ccmClient(t, c, caFile)
 
-	info := must[infoResponse](t, env, "info", "")
+	info := must[driverproto.Info](t, env, "info", "")
 	if info.ProtocolVersion != "v1" || info.Provider != "vsphere" || !slices.Equal(info.Verbs, verbNames()) {
 		t.Errorf("info = %+v", info)
 	}
-	if l := must[struct{ Instances []Instance }](t, env, "instances list", "{}"); len(l.Instances) != 0 {
+	if l := must[struct{ Instances []driverproto.Instance }](t, env, "instances list", "{}"); len(l.Instances) != 0 {
 		t.Errorf("a new cloud lists instances %v, want none", l.Instances)
 	}
-	fails(t, env, "instance get", `{"name":"n1"}`, ExitNotFound, "not found")
+	fails(t, env, "instance get", `{"name":"n1"}`, driverproto.ExitNotFound, "not found")
 
 	// create waits until the guest reports its host name and addresses:
 	// a read right after it, as the CCM makes, sees them.
@@ -161,14 +162,14 @@ func TestIntegrationDriver(t *testing.T) {
 	if g.HostName != "n1" || len(ipsOn(g, "VM Network")) != 1 || len(ipsOn(g, "External Network")) != 1 {
 		t.Fatalf("guest of n1 right after create: host name %q, net %+v", g.HostName, g.Net)
 	}
-	wantAddrs := []Address{{"Hostname", "n1"}, {"InternalIP", ipsOn(g, "VM Network")[0]}, {"ExternalIP", ipsOn(g, "External Network")[0]}}
+	wantAddrs := []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: ipsOn(g, "VM Network")[0]}, {Type: "ExternalIP", Address: ipsOn(g, "External Network")[0]}}
 	if !slices.Equal(n1.Addresses, wantAddrs) {
 		t.Errorf("n1's addresses = %v, want %v (its guest.net: %+v)", n1.Addresses, wantAddrs, g.Net)
 	}
-	fails(t, env, "instance create", `{"name":"n1"}`, ExitFailure, "already exists")
-	fails(t, env, "instance create", `{"name":"nx","zone":"zone-q"}`, ExitFailure, `zone "zone-q"`)
-	fails(t, env, "instance create", `{"name":"nx","instanceType":"m5.large"}`, ExitFailure, "instance type")
-	fails(t, env, "instance create", `{"name":"nx","ipFamilies":["IPv5"]}`, ExitFailure, "ipFamilies")
+	fails(t, env, "instance create", `{"name":"n1"}`, driverproto.ExitFailure, "already exists")
+	fails(t, env, "instance create", `{"name":"nx","zone":"zone-q"}`, driverproto.ExitFailure, `zone "zone-q"`)
+	fails(t, env, "instance create", `{"name":"nx","instanceType":"m5.large"}`, driverproto.ExitFailure, "instance type")
+	fails(t, env, "instance create", `{"name":"nx","ipFamilies":["IPv5"]}`, driverproto.ExitFailure, "ipFamilies")
 
 	// An IPv6 address is held by the cloud (guest.net) but is no address
 	// of a node under an ipv4 cloud config.
@@ -182,7 +183,7 @@ func TestIntegrationDriver(t *testing.T) {
 		t.Errorf("n3 went to zone %s, which n1 (%s) or n2 (%s) has; want the zone with the fewest VMs", n3.Zone, n1.Zone, n2.Zone)
 	}
 
-	list := must[struct{ Instances []Instance }](t, env, "instances list", "{}")
+	list := must[struct{ Instances []driverproto.Instance }](t, env, "instances list", "{}")
 	if len(list.Instances) != 3 || list.Instances[0].Name != "n1" || list.Instances[0].ProviderID != n1.ProviderID {
 		t.Errorf("instances list = %+v", list.Instances)
 	}
@@ -206,7 +207,7 @@ func TestIntegrationDriver(t *testing.T) {
 		{"type":"Hostname","address":"n1"},
 		{"type":"InternalIP","address":"10.1.2.3"},{"type":"InternalIP","address":"10.1.2.4"},{"type":"InternalIP","address":"fd00::5"},
 		{"type":"ExternalIP","address":"198.51.100.9"}]}`).Instance
-	if want := []Address{{"Hostname", "n1"}, {"InternalIP", "10.1.2.3"}, {"ExternalIP", "198.51.100.9"}}; !slices.Equal(set.Addresses, want) {
+	if want := []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.1.2.3"}, {Type: "ExternalIP", Address: "198.51.100.9"}}; !slices.Equal(set.Addresses, want) {
 		t.Errorf("set-addresses answered %v, want %v", set.Addresses, want)
 	}
 	g = guestOf(t, ccm, n1.ID)
@@ -215,12 +216,12 @@ func TestIntegrationDriver(t *testing.T) {
 		t.Errorf("guest of n1 after set-addresses: host name %q, ipAddress %q, net %+v", g.HostName, g.IpAddress, g.Net)
 	}
 	// What validate-driver sets: exactly that list comes back.
-	if got := must[instanceAnswer](t, env, "instance set-addresses", `{"name":"n3","addresses":[{"type":"ExternalIP","address":"203.0.113.250"}]}`).Instance; !slices.Equal(got.Addresses, []Address{{"ExternalIP", "203.0.113.250"}}) {
+	if got := must[instanceAnswer](t, env, "instance set-addresses", `{"name":"n3","addresses":[{"type":"ExternalIP","address":"203.0.113.250"}]}`).Instance; !slices.Equal(got.Addresses, []driverproto.Address{{Type: "ExternalIP", Address: "203.0.113.250"}}) {
 		t.Errorf("set-addresses of one ExternalIP answered %v", got.Addresses)
 	}
-	fails(t, env, "instance set-addresses", `{"name":"n1","addresses":[{"type":"InternalDNS","address":"n1.local"}]}`, ExitFailure, "InternalDNS")
-	fails(t, env, "instance set-addresses", `{"name":"n1","addresses":[{"type":"InternalIP","address":"not-an-ip"}]}`, ExitFailure, "not-an-ip")
-	fails(t, env, "instance set-addresses", `{"name":"zz","addresses":[]}`, ExitNotFound, "not found")
+	fails(t, env, "instance set-addresses", `{"name":"n1","addresses":[{"type":"InternalDNS","address":"n1.local"}]}`, driverproto.ExitFailure, "InternalDNS")
+	fails(t, env, "instance set-addresses", `{"name":"n1","addresses":[{"type":"InternalIP","address":"not-an-ip"}]}`, driverproto.ExitFailure, "not-an-ip")
+	fails(t, env, "instance set-addresses", `{"name":"zz","addresses":[]}`, driverproto.ExitNotFound, "not found")
 
 	// Faults hit the CCM's lookups, not the driver.
 	si := object.NewSearchIndex(ccm)
@@ -243,15 +244,15 @@ func TestIntegrationDriver(t *testing.T) {
 	if got := must[instanceAnswer](t, env, "instance get", `{"name":"n1"}`).Instance; got.ProviderID != n1.ProviderID {
 		t.Errorf("the driver's instance get during the fault = %+v", got)
 	}
-	must[struct{ Instances []Instance }](t, env, "instances list", "{}")
-	fails(t, env, "fault inject", `{"target":"routes","errorRate":1}`, ExitFailure, "unknown fault target")
-	fails(t, env, "fault inject", `{"target":"instances","errorRate":1.5}`, ExitFailure, "errorRate")
+	must[struct{ Instances []driverproto.Instance }](t, env, "instances list", "{}")
+	fails(t, env, "fault inject", `{"target":"routes","errorRate":1}`, driverproto.ExitFailure, "unknown fault target")
+	fails(t, env, "fault inject", `{"target":"instances","errorRate":1.5}`, driverproto.ExitFailure, "errorRate")
 
 	// The call log: the CCM's failed lookups, by the VM's name; none of the
 	// driver's calls.
 	type callsAnswer struct {
-		Calls []Call `json:"calls"`
-		Last  int64  `json:"last"`
+		Calls []driverproto.Call `json:"calls"`
+		Last  int64              `json:"last"`
 	}
 	calls := must[callsAnswer](t, env, "calls list", fmt.Sprintf(`{"after":%d}`, mark))
 	var ops []string
@@ -270,12 +271,12 @@ func TestIntegrationDriver(t *testing.T) {
 			t.Errorf("call %+v: time %v, want the cloud's clock %v", c, c.Time, logTime)
 		}
 	}
-	for _, want := range []Call{
+	for _, want := range []driverproto.Call{
 		{Operation: "FindByUuid", Resource: "n1", Error: "ccm-conformance: injected fault on instances"},
 		{Operation: "FindAllByDnsName", Resource: "n1", Error: "ccm-conformance: injected fault on instances"},
 		{Operation: "FindByIp", Resource: "n1", Error: "ccm-conformance: injected fault on instances"},
 	} {
-		if !slices.ContainsFunc(calls.Calls, func(c Call) bool {
+		if !slices.ContainsFunc(calls.Calls, func(c driverproto.Call) bool {
 			return c.Operation == want.Operation && c.Resource == want.Resource && c.Error == want.Error
 		}) {
 			t.Errorf("calls list after %d: no %+v in %v", mark, want, ops)
@@ -288,7 +289,7 @@ func TestIntegrationDriver(t *testing.T) {
 	if none := must[callsAnswer](t, env, "calls list", fmt.Sprintf(`{"after":%d}`, calls.Last)); len(none.Calls) != 0 || none.Last != calls.Last {
 		t.Errorf("calls list after the last = %+v", none)
 	}
-	fails(t, env, "calls list", `{"after":-1}`, ExitFailure, "after -1")
+	fails(t, env, "calls list", `{"after":-1}`, driverproto.ExitFailure, "after -1")
 
 	must[struct{}](t, env, "fault clear", "{}")
 	if ref, err := si.FindByUuid(t.Context(), dc, uuid, true, nil); err != nil || ref == nil || ref.Reference().Value != n1.ID {
@@ -313,10 +314,10 @@ func TestIntegrationDriver(t *testing.T) {
 	}
 
 	must[struct{}](t, env, "instance delete", `{"name":"n1"}`)
-	fails(t, env, "instance delete", `{"name":"n1"}`, ExitNotFound, "not found")
-	fails(t, env, "instance get", `{"name":"n1"}`, ExitNotFound, "not found")
-	fails(t, env, "instance stop", `{"name":"n1"}`, ExitNotFound, "not found")
-	fails(t, env, "instance start", `{"name":"n1"}`, ExitNotFound, "not found")
+	fails(t, env, "instance delete", `{"name":"n1"}`, driverproto.ExitNotFound, "not found")
+	fails(t, env, "instance get", `{"name":"n1"}`, driverproto.ExitNotFound, "not found")
+	fails(t, env, "instance stop", `{"name":"n1"}`, driverproto.ExitNotFound, "not found")
+	fails(t, env, "instance start", `{"name":"n1"}`, driverproto.ExitNotFound, "not found")
 	if ref, err := si.FindByUuid(t.Context(), dc, uuid, true, nil); err != nil || ref != nil {
 		t.Errorf("the CCM's FindByUuid of the deleted VM: %v, %v; want none", ref, err)
 	}
@@ -326,13 +327,13 @@ func TestIntegrationDriver(t *testing.T) {
 		t.Errorf("n4 = %+v", n4)
 	}
 
-	fails(t, env, "instance reboot", `{}`, ExitFailure, "unknown verb")
-	fails(t, env, "instance get", `{"name":`, ExitFailure, "decoding the request")
-	fails(t, map[string]string{}, "instances list", `{}`, ExitFailure, ConfigEnv)
+	fails(t, env, "instance reboot", `{}`, driverproto.ExitFailure, "unknown verb")
+	fails(t, env, "instance get", `{"name":`, driverproto.ExitFailure, "decoding the request")
+	fails(t, map[string]string{}, "instances list", `{}`, driverproto.ExitFailure, ConfigEnv)
 	noControl := map[string]string{ConfigEnv: env[ConfigEnv]}
-	fails(t, noControl, "calls list", `{}`, ExitFailure, "unknown verb")
-	fails(t, noControl, "instance create", `{"name":"n5","ipFamilies":["IPv6"]}`, ExitFailure, ControlEnv)
-	if got := must[struct{ Instances []Instance }](t, noControl, "instances list", "{}"); len(got.Instances) != 3 {
+	fails(t, noControl, "calls list", `{}`, driverproto.ExitFailure, "unknown verb")
+	fails(t, noControl, "instance create", `{"name":"n5","ipFamilies":["IPv6"]}`, driverproto.ExitFailure, ControlEnv)
+	if got := must[struct{ Instances []driverproto.Instance }](t, noControl, "instances list", "{}"); len(got.Instances) != 3 {
 		t.Errorf("instances list without a control channel: %+v", got.Instances)
 	}
 }
@@ -361,7 +362,7 @@ func TestIntegrationDualStack(t *testing.T) {
 	}
 }
 
-func equalInstances(a, b Instance) bool {
+func equalInstances(a, b driverproto.Instance) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)

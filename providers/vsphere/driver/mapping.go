@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 )
 
 // This file states how the vSphere CCM (k8s.io/cloud-provider-vsphere
@@ -112,15 +114,15 @@ type candidate struct {
 // the VM has. It does not model guestinfo.metadata, whose statically
 // configured addresses the CCM puts first (sortStaticallyConfiguredAddressesFirst):
 // the VMs this driver makes have none.
-func (r addressRules) addresses(hostName string, nics []guestNIC) []Address {
-	out := []Address{}
+func (r addressRules) addresses(hostName string, nics []guestNIC) []driverproto.Address {
+	out := []driverproto.Address{}
 	add := func(typ, address string) {
 		for _, a := range out {
 			if a.Type == typ && a.Address == address {
 				return
 			}
 		}
-		out = append(out, Address{Type: typ, Address: address})
+		out = append(out, driverproto.Address{Type: typ, Address: address})
 	}
 	if hostName != "" {
 		add("Hostname", hostName)

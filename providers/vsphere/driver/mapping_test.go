@@ -4,6 +4,8 @@ import (
 	"net"
 	"reflect"
 	"testing"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 )
 
 func TestAddresses(t *testing.T) {
@@ -35,48 +37,48 @@ func TestAddresses(t *testing.T) {
 		rules addressRules
 		host  string
 		nics  []guestNIC
-		want  []Address
+		want  []driverproto.Address
 	}{
 		{name: "a new node: one address on each network", rules: byName, host: "n1",
 			nics: two([]string{"10.64.0.2"}, []string{"203.0.113.10"}),
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.64.0.2"}, {"ExternalIP", "203.0.113.10"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.64.0.2"}, {Type: "ExternalIP", Address: "203.0.113.10"}}},
 		{name: "only the first address of a family on a network", rules: byName, host: "n1",
 			nics: two([]string{"10.64.0.2", "10.64.0.3"}, []string{"203.0.113.10", "198.51.100.1"}),
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.64.0.2"}, {"ExternalIP", "203.0.113.10"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.64.0.2"}, {Type: "ExternalIP", Address: "203.0.113.10"}}},
 		{name: "loopback and link-local are no addresses", rules: byName, host: "n1",
 			nics: two([]string{"127.66.0.1", "169.254.1.1", "0.0.0.0", "10.64.0.2"}, []string{"fe80::1"}),
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.64.0.2"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.64.0.2"}}},
 		{name: "IPv6 is no address of an ipv4 cloud config", rules: byName, host: "n1",
 			nics: two([]string{"fd00:64::2", "10.64.0.2"}, []string{"2001:db8::1"}),
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.64.0.2"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.64.0.2"}}},
 		{name: "dual-stack, in the order of ip-family", rules: dual, host: "n1",
 			nics: two([]string{"fd00:64::2", "10.64.0.2"}, []string{"2001:db8::1", "203.0.113.10"}),
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.64.0.2"}, {"ExternalIP", "203.0.113.10"}, {"InternalIP", "fd00:64::2"}, {"ExternalIP", "2001:db8::1"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.64.0.2"}, {Type: "ExternalIP", Address: "203.0.113.10"}, {Type: "InternalIP", Address: "fd00:64::2"}, {Type: "ExternalIP", Address: "2001:db8::1"}}},
 		{name: "dual-stack, IPv6 first", rules: v6first, host: "n1",
 			nics: two([]string{"10.64.0.2", "fd00:64::2"}, nil),
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "fd00:64::2"}, {"InternalIP", "10.64.0.2"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "fd00:64::2"}, {Type: "InternalIP", Address: "10.64.0.2"}}},
 		{name: "only an external address", rules: byName,
 			nics: two(nil, []string{"203.0.113.250"}),
-			want: []Address{{"ExternalIP", "203.0.113.250"}}},
+			want: []driverproto.Address{{Type: "ExternalIP", Address: "203.0.113.250"}}},
 		{name: "on neither network: the first address is both", rules: byName, host: "n1",
 			nics: []guestNIC{{network: "Other", ips: []string{"10.1.1.1", "10.1.1.2"}}},
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.1.1.1"}, {"ExternalIP", "10.1.1.1"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.1.1.1"}, {Type: "ExternalIP", Address: "10.1.1.1"}}},
 		{name: "without network names: the first address is both", rules: plain, host: "n1",
 			nics: two([]string{"10.64.0.2"}, []string{"203.0.113.10"}),
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.64.0.2"}, {"ExternalIP", "10.64.0.2"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.64.0.2"}, {Type: "ExternalIP", Address: "10.64.0.2"}}},
 		{name: "a NIC that is no virtual NIC does not count", rules: plain, host: "n1",
 			nics: []guestNIC{{deviceConfigID: -1, ips: []string{"10.9.9.9"}}, {deviceConfigID: 4000, ips: []string{"10.64.0.2"}}},
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "10.64.0.2"}, {"ExternalIP", "10.64.0.2"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "10.64.0.2"}, {Type: "ExternalIP", Address: "10.64.0.2"}}},
 		{name: "subnets in their order, then the first address for the other type", rules: subnets, host: "n1",
 			nics: []guestNIC{{ips: []string{"10.0.0.1", "192.168.1.1", "172.16.0.1"}}},
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "192.168.1.1"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "192.168.1.1"}}},
 		{name: "an excluded subnet never gives the type", rules: excluded, host: "n1",
 			nics: []guestNIC{{ips: []string{"10.0.0.1", "172.16.0.1"}}},
-			want: []Address{{"Hostname", "n1"}, {"InternalIP", "172.16.0.1"}, {"ExternalIP", "10.0.0.1"}}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}, {Type: "InternalIP", Address: "172.16.0.1"}, {Type: "ExternalIP", Address: "10.0.0.1"}}},
 		{name: "a family the CCM does not know matches nothing", rules: addressRules{families: []string{" ipv6"}}, host: "n1",
 			nics: []guestNIC{{ips: []string{"fd00::1"}}},
-			want: []Address{{"Hostname", "n1"}}},
-		{name: "no guest information", rules: byName, want: []Address{}},
+			want: []driverproto.Address{{Type: "Hostname", Address: "n1"}}},
+		{name: "no guest information", rules: byName, want: []driverproto.Address{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.rules.addresses(tc.host, tc.nics)

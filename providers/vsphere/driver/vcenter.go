@@ -18,6 +18,8 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 )
 
 // vcenter is the driver's session with the vCenter for one call.
@@ -121,7 +123,7 @@ func (v *vcenter) vms(ctx context.Context) ([]mo.VirtualMachine, error) {
 	return out, nil
 }
 
-// vmByName finds the VM named name; errNotFound when there is none.
+// vmByName finds the VM named name; driverproto.ErrNotFound when there is none.
 func (v *vcenter) vmByName(ctx context.Context, name string) (*mo.VirtualMachine, error) {
 	if name == "" {
 		return nil, fmt.Errorf("the request has no name")
@@ -138,7 +140,7 @@ func (v *vcenter) vmByName(ctx context.Context, name string) (*mo.VirtualMachine
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("instance %q: %w: datacenter %s has no VM of that name", name, errNotFound, v.dc.Name)
+		return nil, fmt.Errorf("instance %q: %w: datacenter %s has no VM of that name", name, driverproto.ErrNotFound, v.dc.Name)
 	case 1:
 		return &found[0], nil
 	}

@@ -14,39 +14,9 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 	"github.com/ccm-conformance/ccm-conformance/providers/vsphere/simctl"
 )
-
-// The protocol's objects (docs/cloud-driver.md), declared here: the driver
-// never imports the harness.
-
-// Address is a node address: a Kubernetes NodeAddressType and a value.
-type Address struct {
-	Type    string `json:"type"`
-	Address string `json:"address"`
-}
-
-// Instance is the protocol's Instance object.
-type Instance struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	ProviderID   string    `json:"providerID"`
-	Zone         string    `json:"zone"`
-	Region       string    `json:"region"`
-	InstanceType string    `json:"instanceType"`
-	State        string    `json:"state"`
-	Addresses    []Address `json:"addresses"`
-}
-
-// Call is the protocol's Call object.
-type Call struct {
-	Seq       int64     `json:"seq"`
-	Time      time.Time `json:"time"`
-	Operation string    `json:"operation"`
-	Caller    string    `json:"caller"`
-	Resource  string    `json:"resource,omitempty"`
-	Error     string    `json:"error,omitempty"`
-}
 
 // guestInfoTimeout bounds the wait for a new VM's guest to report its host
 // name and addresses (VMware Tools after boot; at once in the simulator).
@@ -54,20 +24,14 @@ const guestInfoTimeout = 2 * time.Minute
 
 // ---- info ----
 
-type infoResponse struct {
-	ProtocolVersion string   `json:"protocolVersion"`
-	Provider        string   `json:"provider"`
-	Verbs           []string `json:"verbs"`
-}
-
 func (d *driver) info(context.Context, []byte) (any, error) {
-	return infoResponse{ProtocolVersion: ProtocolVersion, Provider: "vsphere", Verbs: offered(d.getenv)}, nil
+	return driverproto.Info{ProtocolVersion: driverproto.Version, Provider: "vsphere", Verbs: offered(d.getenv)}, nil
 }
 
 // ---- instances ----
 
 type instanceResponse struct {
-	Instance Instance `json:"instance"`
+	Instance driverproto.Instance `json:"instance"`
 }
 
 type nameRequest struct {
@@ -76,8 +40,8 @@ type nameRequest struct {
 
 // toInstance states what the vCenter holds for a VM in the protocol's
 // terms, each field as the CCM derives it (mapping.go).
-func (d *driver) toInstance(vm *mo.VirtualMachine, zr zoneRegion) Instance {
-	in := Instance{ID: vm.Self.Value, Name: vm.Name, Zone: zr.zone, Region: zr.region, State: "stopped", Addresses: []Address{}}
+func (d *driver) toInstance(vm *mo.VirtualMachine, zr zoneRegion) driverproto.Instance {
+	in := driverproto.Instance{ID: vm.Self.Value, Name: vm.Name, Zone: zr.zone, Region: zr.region, State: "stopped", Addresses: []driverproto.Address{}}
 	sc := vm.Summary.Config
 	in.ProviderID = providerID(sc.Uuid)
 	in.InstanceType = instanceType(sc.NumCpu, sc.MemorySizeMB, sc.GuestId)
@@ -113,8 +77,8 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 		return nil, err
 	}
 	resp := struct {
-		Instances []Instance `json:"instances"`
-	}{Instances: []Instance{}}
+		Instances []driverproto.Instance `json:"instances"`
+	}{Instances: []driverproto.Instance{}}
 	for i := range vms {
 		zr, err := z.of(ctx, &vms[i])
 		if err != nil {
@@ -126,24 +90,24 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 }
 
 // instance reads the VM named name as an Instance.
-func (d *driver) instance(ctx context.Context, name string) (*mo.VirtualMachine, Instance, error) {
+func (d *driver) instance(ctx context.Context, name string) (*mo.VirtualMachine, driverproto.Instance, error) {
 	vm, err := d.vc.vmByName(ctx, name)
 	if err != nil {
-		return nil, Instance{}, err
+		return nil, driverproto.Instance{}, err
 	}
 	z, err := d.vc.zones(ctx)
 	if err != nil {
-		return nil, Instance{}, err
+		return nil, driverproto.Instance{}, err
 	}
 	zr, err := z.of(ctx, vm)
 	if err != nil {
-		return nil, Instance{}, err
+		return nil, driverproto.Instance{}, err
 	}
 	return vm, d.toInstance(vm, zr), nil
 }
 
 func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[nameRequest](request)
+	req, err := driverproto.Decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +183,7 @@ func (d *driver) place(ctx context.Context, zone string) (*placement, error) {
 }
 
 func (d *driver) createInstance(ctx context.Context, request []byte) (_ any, err error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		Name         string   `json:"name"`
 		Zone         string   `json:"zone"`
 		InstanceType string   `json:"instanceType"`
@@ -251,7 +215,7 @@ func (d *driver) createInstance(ctx context.Context, request []byte) (_ any, err
 	}
 	if _, err := d.vc.vmByName(ctx, req.Name); err == nil {
 		return nil, fmt.Errorf("instance %q already exists", req.Name)
-	} else if !errors.Is(err, errNotFound) {
+	} else if !errors.Is(err, driverproto.ErrNotFound) {
 		return nil, err
 	}
 	cfg := d.cfg
@@ -453,7 +417,7 @@ func destroy(ctx context.Context, vm *object.VirtualMachine) error {
 }
 
 func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[nameRequest](request)
+	req, err := driverproto.Decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +444,7 @@ func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error
 
 // power turns the VM named in the request to state, if it is not there.
 func (d *driver) power(ctx context.Context, request []byte, on bool) (any, error) {
-	req, err := decode[nameRequest](request)
+	req, err := driverproto.Decode[nameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -518,9 +482,9 @@ func (d *driver) startInstance(ctx context.Context, request []byte) (any, error)
 // in order. A list without a Hostname leaves the guest without a host name.
 // The CCM makes no DNS addresses, and a guest has no place for them.
 func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
-		Name      string    `json:"name"`
-		Addresses []Address `json:"addresses"`
+	req, err := driverproto.Decode[struct {
+		Name      string                `json:"name"`
+		Addresses []driverproto.Address `json:"addresses"`
 	}](request)
 	if err != nil {
 		return nil, err
@@ -551,7 +515,7 @@ func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) 
 	}
 	if err := d.control.SetGuest(ctx, req.Name, g); err != nil {
 		if errors.Is(err, simctl.ErrNotFound) {
-			return nil, fmt.Errorf("instance %q: %w: %w", req.Name, errNotFound, err)
+			return nil, fmt.Errorf("instance %q: %w: %w", req.Name, driverproto.ErrNotFound, err)
 		}
 		return nil, err
 	}
@@ -565,7 +529,7 @@ func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) 
 // ---- faults ----
 
 func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		Target    string  `json:"target"`
 		ErrorRate float64 `json:"errorRate"`
 	}](request)
@@ -597,7 +561,7 @@ func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
 // sequence number, without the driver's own (by its User-Agent), each
 // under its SOAP method's name; optionally only some methods.
 func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
-	req, err := decode[struct {
+	req, err := driverproto.Decode[struct {
 		After      int64    `json:"after"`
 		Operations []string `json:"operations"`
 	}](request)
@@ -612,9 +576,9 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 		return nil, err
 	}
 	resp := struct {
-		Calls []Call `json:"calls"`
-		Last  int64  `json:"last"`
-	}{Calls: []Call{}, Last: max(req.After, logged.Last)}
+		Calls []driverproto.Call `json:"calls"`
+		Last  int64              `json:"last"`
+	}{Calls: []driverproto.Call{}, Last: max(req.After, logged.Last)}
 	for _, c := range logged.Calls {
 		if c.UserAgent == UserAgent {
 			continue
@@ -622,7 +586,7 @@ func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
 		if len(req.Operations) > 0 && !slices.Contains(req.Operations, c.Method) {
 			continue
 		}
-		resp.Calls = append(resp.Calls, Call{Seq: c.Seq, Time: c.Time, Operation: c.Method, Caller: c.Caller, Resource: c.Resource, Error: c.Error})
+		resp.Calls = append(resp.Calls, driverproto.Call{Seq: c.Seq, Time: c.Time, Operation: c.Method, Caller: c.Caller, Resource: c.Resource, Error: c.Error})
 	}
 	return resp, nil
 }
