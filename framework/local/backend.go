@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/go-logr/logr"
+
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 	"github.com/ccm-conformance/ccm-conformance/labels"
@@ -49,6 +51,10 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	opts.Disposable = true
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = in.KubernetesVersion
+	}
+	if opts.Logger.GetSink() == nil {
+		// The run's logger, which the runner puts in the context.
+		opts.Logger = logr.FromContextOrDiscard(ctx)
 	}
 	c, err := Start(ctx, opts)
 	if err != nil {

@@ -244,7 +244,7 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 	}
 	for _, s := range steps {
 		logPath := filepath.Join(c.dir, logsDir, s.name+".log")
-		c.log.Info("Starting component", "component", s.name, "binary", s.binary, "log", logPath)
+		c.log.V(1).Info("Starting component", "component", s.name, "binary", s.binary, "log", logPath)
 		started := time.Now()
 		var p *process
 		p, err = startProcess(s.name, s.binary, s.args, c.dir, logPath, o.Detach)
@@ -274,7 +274,7 @@ func (c *Cluster) start(ctx context.Context, bin binaries) error {
 			readyCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			c.cancelReady = cancel
 			go func() { c.ready <- wait(readyCtx); close(c.ready) }()
-			c.log.Info("Local cluster API server ready", "dir", c.dir, "kubeconfig", kubeconfig, "server", c.serverURL)
+			c.log.V(1).Info("Local cluster API server ready", "dir", c.dir, "kubeconfig", kubeconfig, "server", c.serverURL)
 			return nil
 		}
 		if err := wait(ctx); err != nil {

@@ -124,8 +124,10 @@ type Options struct {
 	// (a cold build takes minutes). Default: discarded.
 	Progress io.Writer
 
-	// Logger receives structured logs; readiness timings are logged at
-	// V(1). Default: the zero logr.Logger, which discards.
+	// Logger receives structured logs; each component's start and
+	// readiness are logged at V(1). Default: the zero logr.Logger, which
+	// discards; as a run's backend (Backend), the logger in the context
+	// its Start is given, which the runner sets to the run's.
 	Logger logr.Logger
 }
 

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/go-logr/logr"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
@@ -62,12 +63,12 @@ func inspectCCMImage(ctx context.Context, p *profile.Profile) (*ccm.ImageInfo, e
 // recordCCMIdentity puts into the run's info what names the CCM that ran:
 // the executable with its digest and module, or the image with its digest.
 // A CCM already deployed is known by its pods only.
-func recordCCMIdentity(info *RunInfo, checked *Checked, out io.Writer) {
+func recordCCMIdentity(info *RunInfo, checked *Checked, log logr.Logger) {
 	if m := checked.Profile.CCM.Module(); m != nil {
-		fmt.Fprintf(out, "[ccm-conformance] the CCM, built from %s@%s (ccm.binary.module): %s\n", m.Path, m.Version, checked.CCMBinary)
+		log.Info(fmt.Sprintf("the CCM, built from %s@%s (ccm.binary.module): %s", m.Path, m.Version, checked.CCMBinary))
 	}
 	if checked.CCMBinary != "" {
-		recordCCMBinary(info, checked.CCMBinary, out)
+		recordCCMBinary(info, checked.CCMBinary, log)
 	}
 	if img := checked.Image; img != nil {
 		info.CCMImage = img.Reference
@@ -148,8 +149,8 @@ func CCMModuleRequest(p *profile.Profile) (ccmbuild.Request, error) {
 // recordCCMBinary puts what names the CCM executable at path into the
 // run's info: its digest and what its Go build info says of the module it
 // was built from. A binary without Go build info (not a Go program) is
-// said on out, and its module keys stay empty.
-func recordCCMBinary(info *RunInfo, path string, out io.Writer) {
+// said in the log, and its module keys stay empty.
+func recordCCMBinary(info *RunInfo, path string, log logr.Logger) {
 	info.CCMBinary = path
 	file := path
 	if !strings.Contains(path, "/") {
@@ -158,17 +159,9 @@ func recordCCMBinary(info *RunInfo, path string, out io.Writer) {
 	info.CCMDigest, _ = filehash.Digest(file)
 	bi, err := ccm.ReadBinaryInfo(file)
 	if err != nil {
-		fmt.Fprintf(out, "[ccm-conformance] the run does not record which module the CCM is: %v\n", err)
+		log.Info(fmt.Sprintf("the run does not record which module the CCM is: %v", err))
 		return
 	}
 	info.CCMModule, info.CCMModuleSum = bi.Module, bi.ModuleSum
 	info.CCMCloudProvider, info.CCMGoVersion = bi.CloudProvider, bi.GoVersion
-}
-
-// progressOut is where the progress of building the CCM goes.
-func (o Options) progressOut() io.Writer {
-	if o.Progress != nil {
-		return o.Progress
-	}
-	return os.Stderr
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/internal/ccmbuild"
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
+	"github.com/ccm-conformance/ccm-conformance/internal/plainlog"
 )
 
 const moduleProfile = `apiVersion: ccm-conformance.dev/v1alpha1
@@ -150,7 +151,7 @@ func TestRecordCCMBinary(t *testing.T) {
 	}
 	var info RunInfo
 	var out bytes.Buffer
-	recordCCMBinary(&info, self, &out)
+	recordCCMBinary(&info, self, plainlog.New(&out, "", 0))
 	if info.CCMBinary != self || !strings.HasPrefix(info.CCMDigest, "sha256:") ||
 		!strings.HasPrefix(info.CCMModule, "github.com/ccm-conformance/ccm-conformance@") ||
 		!strings.HasPrefix(info.CCMGoVersion, "go") {
@@ -166,7 +167,7 @@ func TestRecordCCMBinary(t *testing.T) {
 	}
 	info = RunInfo{}
 	out.Reset()
-	recordCCMBinary(&info, script, &out)
+	recordCCMBinary(&info, script, plainlog.New(&out, "", 0))
 	if info.CCMModule != "" || info.CCMDigest == "" || !strings.Contains(out.String(), "does not record which module the CCM is") {
 		t.Errorf("recordCCMBinary(script) = %+v, said %q", info, out.String())
 	}

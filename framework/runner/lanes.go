@@ -24,6 +24,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/cloudside"
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
+	"github.com/ccm-conformance/ccm-conformance/internal/plainlog"
 )
 
 // Lanes split a run's specs over worker processes, each with a world of
@@ -210,6 +211,7 @@ func runLane(ctx context.Context, opts Options, checked *Checked) error {
 		backend:           opts.Backend,
 		kubernetesVersion: opts.KubernetesVersion,
 		out:               opts.Out,
+		log:               opts.logger(),
 		logDir:            lane.logDir(),
 		info:              RunInfo{Provider: p.Name},
 	}
@@ -258,7 +260,8 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 		return types.Report{}, &SetupError{Step: "lanes", Err: err}
 	}
 	out := &lockedWriter{w: opts.Out}
-	fmt.Fprintf(out, "[ccm-conformance] running the specs in %d lanes, each with a %s cluster of its own\n", opts.Lanes, opts.Backend.Name())
+	log := plainlog.New(out, logPrefix, 0)
+	log.Info(fmt.Sprintf("running the specs in %d lanes, each with a %s cluster of its own", opts.Lanes, opts.Backend.Name()))
 
 	seed := info.Seed
 	lanes := make([]Lane, opts.Lanes)
@@ -341,7 +344,7 @@ func runLanes(ctx context.Context, opts Options, checked *Checked, info *RunInfo
 				laneErrs = append(laneErrs, &SetupError{Step: fmt.Sprintf("lane %d", l.Index), Err: errors.New(lr.Error)})
 			}
 		}
-		fmt.Fprintf(out, "[ccm-conformance] lane %d setup took %s\n", l.Index, formatPhases(lr.Phases))
+		log.Info(fmt.Sprintf("lane %d setup took %s", l.Index, formatPhases(lr.Phases)))
 	}
 	claims, err := readClaims(filepath.Join(dir, "claims"))
 	if err != nil {

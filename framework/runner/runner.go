@@ -29,11 +29,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/cluster"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
+	"github.com/ccm-conformance/ccm-conformance/internal/plainlog"
 )
 
 // DefaultArtifactsDir is the run directory when Options.ArtifactsDir is empty.
@@ -239,11 +241,12 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		RunID:          runID,
 		Seed:           cmp.Or(opts.Seed, time.Now().UnixNano()%1_000_000+1),
 	}
-	fmt.Fprintf(opts.Out, "[ccm-conformance] specs in the order of seed %d (--seed %d runs them in this order again)\n", info.Seed, info.Seed)
+	log := opts.logger()
+	log.Info(fmt.Sprintf("specs in the order of seed %d (--seed %d runs them in this order again)", info.Seed, info.Seed))
 	for _, c := range p.Capabilities {
 		info.Capabilities = append(info.Capabilities, string(c))
 	}
-	recordCCMIdentity(&info, checked, opts.Out)
+	recordCCMIdentity(&info, checked, log)
 	for _, o := range opts.Observers {
 		if oerr := o.RunStarted(info); oerr != nil {
 			return nil, &SetupError{Step: "reports", Err: oerr}
@@ -253,7 +256,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	defer func() {
 		for _, o := range opts.Observers {
 			if oerr := o.RunFinished(info, report, res, err); oerr != nil {
-				fmt.Fprintf(opts.Out, "[ccm-conformance] writing reports: %v\n", oerr)
+				log.Error(oerr, "writing reports")
 				if err == nil {
 					err = &SetupError{Step: "reports", Err: oerr}
 				}
@@ -320,6 +323,7 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 		backend:           opts.Backend,
 		kubernetesVersion: opts.KubernetesVersion,
 		out:               opts.Out,
+		log:               opts.logger(),
 		logDir:            opts.LogDir,
 		info:              *info,
 		echoRef:           cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
@@ -332,6 +336,7 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 
 // run sets the world up, runs the specs, and tears it down.
 func (w *world) run(ctx context.Context, sr specRun) (types.Report, error) {
+	ctx = logr.NewContext(ctx, w.log)
 	setupErr := w.setUp(ctx)
 	var report types.Report
 	var leakErr error
@@ -433,4 +438,23 @@ func newRunID() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// logPrefix starts every line the run's logger writes.
+const logPrefix = "[ccm-conformance]"
+
+// logger is the run's logger: plain lines on Out (internal/plainlog).
+func (o Options) logger() logr.Logger {
+	if o.Out == nil {
+		return logr.Discard()
+	}
+	return plainlog.New(o.Out, logPrefix, 0)
+}
+
+// progressOut is where the progress of building the CCM goes.
+func (o Options) progressOut() io.Writer {
+	if o.Progress != nil {
+		return o.Progress
+	}
+	return os.Stderr
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/go-logr/logr"
+
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
@@ -58,9 +60,12 @@ type world struct {
 	// profile's (Options.KubernetesVersion).
 	kubernetesVersion string
 	out               io.Writer
-	logDir            string // component logs
-	runDir            string // private, removed at the end
-	cleanups          []cleanup
+	// log is the run's logger (Options.logger), which the world also
+	// hands, through the context, to the backend and the simulated nodes.
+	log      logr.Logger
+	logDir   string // component logs
+	runDir   string // private, removed at the end
+	cleanups []cleanup
 
 	// expander is the run's own (services, cloud driver); ccmExpander the
 	// main CCM's, instance 0, kept so that a restart gets the same ports.
@@ -107,7 +112,7 @@ func (w *world) onTeardown(what string, fn func(context.Context) error) {
 }
 
 func (w *world) logf(format string, args ...any) {
-	fmt.Fprintf(w.out, "[ccm-conformance] "+format+"\n", args...)
+	w.log.Info(fmt.Sprintf(format, args...))
 }
 
 // timed runs step and records its duration as a phase.
