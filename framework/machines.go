@@ -42,6 +42,8 @@ type MachineRequest struct {
 	NodeIPs func(*clouddriver.Instance) []string
 	// Labels go on the Node at registration.
 	Labels map[string]string
+	// OS is the operating system the node's kubelet reports (nodes.Spec).
+	OS string
 	// NoKubelet creates only the instance.
 	NoKubelet bool
 }
@@ -74,7 +76,7 @@ func (m *Machines) Add(ctx context.Context, req MachineRequest) (*Machine, error
 	if req.NoKubelet {
 		return machine, nil
 	}
-	spec := nodes.Spec{Name: inst.Name, Labels: req.Labels}
+	spec := nodes.Spec{Name: inst.Name, Labels: req.Labels, OS: req.OS}
 	if req.NodeIPs != nil {
 		spec.NodeIPs = req.NodeIPs(inst)
 	}

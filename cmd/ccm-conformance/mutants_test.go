@@ -45,6 +45,8 @@ var mutants = []mutant{
 	// Node addressing and node IPs.
 	{"no-provider-id", instancesBlocker, []string{"removes the uninitialized taint from every node and sets a providerID", "sets each node's providerID to its instance's"}},
 	{"no-instance-type", instancesBlocker, []string{"labels each node with its instance type"}},
+	// Only the Windows node (cluster.windowsNodes) is wrong.
+	{"windows-no-instance-type", instancesBlocker, []string{"labels each node with its instance type"}},
 	{"instances-cached-at-start", "InstancesV2 && !ReleaseBlocking && !NodeIPAnnotation", []string{"initializes a node that joins while the CCM runs"}},
 	{"internal-ips-only", nodeIPv4, []string{"makes an IPv4 node IP the node's only InternalIP"}},
 	{"trust-node-ip", nodeIPv4, []string{"leaves a node whose node IP the cloud does not know tainted and uninitialized"}},

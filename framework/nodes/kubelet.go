@@ -53,7 +53,25 @@ type Spec struct {
 	NodeIPs []string
 	// Labels are added to the Node at registration (--node-labels).
 	Labels map[string]string
+	// OS is the node's operating system as its kubelet reports it:
+	// OSLinux (the default) or OSWindows.
+	OS string
 }
+
+// The operating systems a simulated kubelet can report.
+const (
+	OSLinux   = "linux"
+	OSWindows = "windows"
+)
+
+// windowsBuild and windowsKernel are what a kubelet on Windows Server 2022
+// reports: the node.kubernetes.io/windows-build label (major.minor.build)
+// and status.nodeInfo.kernelVersion.
+const (
+	windowsBuild  = "10.0.20348"
+	windowsKernel = "10.0.20348.2227"
+	windowsImage  = "Windows Server 2022 Datacenter"
+)
 
 // Options tune the heartbeats. Zero values take the defaults.
 type Options struct {
@@ -147,11 +165,31 @@ func NewNode(spec Spec, kubeletVersion string, now metav1.Time) (*corev1.Node, e
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
+	nodeOS := spec.OS
+	switch nodeOS {
+	case "":
+		nodeOS = OSLinux
+	case OSLinux, OSWindows:
+	default:
+		return nil, fmt.Errorf("node %s: operating system %q: want %s or %s", spec.Name, spec.OS, OSLinux, OSWindows)
+	}
 	labels := map[string]string{
 		corev1.LabelHostname:   spec.Name,
-		corev1.LabelOSStable:   "linux",
+		corev1.LabelOSStable:   nodeOS,
 		corev1.LabelArchStable: "amd64",
 		ManagedByLabel:         "true",
+	}
+	info := corev1.NodeSystemInfo{
+		KubeletVersion:          kubeletVersion,
+		OperatingSystem:         nodeOS,
+		Architecture:            "amd64",
+		ContainerRuntimeVersion: "simulated://0",
+	}
+	if nodeOS == OSWindows {
+		// What the kubelet on Windows adds: the build label, which
+		// schedulers match Windows images against, and its node info.
+		labels[corev1.LabelWindowsBuild] = windowsBuild
+		info.OSImage, info.KernelVersion = windowsImage, windowsKernel
 	}
 	for key, v := range spec.Labels {
 		labels[key] = v
@@ -169,12 +207,7 @@ func NewNode(spec Spec, kubeletVersion string, now metav1.Time) (*corev1.Node, e
 			Capacity:    capacity(),
 			Allocatable: capacity(),
 			Conditions:  []corev1.NodeCondition{readyCondition(now, now)},
-			NodeInfo: corev1.NodeSystemInfo{
-				KubeletVersion:          kubeletVersion,
-				OperatingSystem:         "linux",
-				Architecture:            "amd64",
-				ContainerRuntimeVersion: "simulated://0",
-			},
+			NodeInfo:    info,
 		},
 	}
 	// As the kubelet's NodeAddress setter does with an external cloud

@@ -15,6 +15,49 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
+// A Windows node reports what a kubelet on Windows Server does; a Linux
+// node, the default, reports Linux; nothing else is an operating system.
+func TestNewNodeOperatingSystem(t *testing.T) {
+	tests := []struct {
+		os                    string
+		wantLabel, wantBuild  string
+		wantInfoOS, wantImage string
+		wantErr               string
+	}{
+		{os: "", wantLabel: "linux", wantInfoOS: "linux"},
+		{os: OSLinux, wantLabel: "linux", wantInfoOS: "linux"},
+		{os: OSWindows, wantLabel: "windows", wantBuild: "10.0.20348", wantInfoOS: "windows", wantImage: "Windows Server 2022 Datacenter"},
+		{os: "darwin", wantErr: `operating system "darwin"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.os, func(t *testing.T) {
+			node, err := NewNode(Spec{Name: "n1", OS: tt.os}, "v1.37.2", metav1.Now())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := node.Labels[corev1.LabelOSStable]; got != tt.wantLabel {
+				t.Errorf("label %s = %q, want %q", corev1.LabelOSStable, got, tt.wantLabel)
+			}
+			if got := node.Labels[corev1.LabelWindowsBuild]; got != tt.wantBuild {
+				t.Errorf("label %s = %q, want %q", corev1.LabelWindowsBuild, got, tt.wantBuild)
+			}
+			if info := node.Status.NodeInfo; info.OperatingSystem != tt.wantInfoOS || info.OSImage != tt.wantImage {
+				t.Errorf("nodeInfo operatingSystem %q, osImage %q; want %q, %q", info.OperatingSystem, info.OSImage, tt.wantInfoOS, tt.wantImage)
+			}
+			// Whatever its OS, the CCM must initialize it.
+			if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != cloudproviderapi.TaintExternalCloudProvider || node.Spec.ProviderID != "" {
+				t.Errorf("taints %v, providerID %q: want the uninitialized taint and none", node.Spec.Taints, node.Spec.ProviderID)
+			}
+		})
+	}
+}
+
 func TestNewNodeMatchesKubeletWithExternalCloudProvider(t *testing.T) {
 	tests := []struct {
 		name           string

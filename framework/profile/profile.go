@@ -392,6 +392,10 @@ type Cluster struct {
 	// IPFamilies of the simulated nodes' instances: IPv4, IPv6 or both.
 	// Default [IPv4].
 	IPFamilies []string `json:"ipFamilies,omitempty"`
+	// WindowsNodes is how many of those nodes (the last ones) register as
+	// Windows nodes, as a kubelet on Windows Server does; the CCM must
+	// initialize them like any other. Default 0.
+	WindowsNodes int `json:"windowsNodes,omitempty"`
 	// ClusterCIDRs are the pod networks of an existing cluster, which the
 	// routes suite needs to tell the cluster's routes from others. The
 	// local cluster knows its own; default none.
@@ -547,6 +551,9 @@ func (p *Profile) Validate() field.ErrorList {
 	cpath := field.NewPath("cluster")
 	if p.Cluster.Nodes < 1 || p.Cluster.Nodes > 50 {
 		errs = append(errs, field.Invalid(cpath.Child("nodes"), p.Cluster.Nodes, "must be between 1 and 50"))
+	}
+	if p.Cluster.WindowsNodes < 0 || p.Cluster.WindowsNodes > p.Cluster.Nodes {
+		errs = append(errs, field.Invalid(cpath.Child("windowsNodes"), p.Cluster.WindowsNodes, fmt.Sprintf("must be between 0 and cluster.nodes (%d)", p.Cluster.Nodes)))
 	}
 	famSeen := map[string]bool{}
 	for i, f := range p.Cluster.IPFamilies {

@@ -132,6 +132,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-no-ccm.yaml", []string{"ccm.binary: Required value"}},
 		{"invalid-wrong-type.yaml", []string{"cluster.nodes", "string"}},
 		{"invalid-pod-routes.yaml", []string{"cluster.podRoutes", `"kindnet"`, `"backend", "cloud"`}},
+		{"invalid-windows-nodes.yaml", []string{"cluster.windowsNodes", "3", "between 0 and cluster.nodes (2)"}},
 		{"invalid-lb-backends.yaml", []string{"loadBalancer.backends", `"some"`, `"all", "subset"`}},
 		{"invalid-kubernetes-version.yaml", []string{"cluster.kubernetesVersion", `"1.36"`, "such as v1.37.2"}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},

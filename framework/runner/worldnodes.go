@@ -53,8 +53,12 @@ func (w *world) registerNodes(ctx context.Context, sim cluster.NodeSimulator) er
 	var wg sync.WaitGroup
 	for i := range names {
 		names[i] = fmt.Sprintf("ccm-node-%d", i+1)
+		req := framework.MachineRequest{Name: names[i], OS: nodes.OSLinux}
+		if i >= len(names)-w.profile.Cluster.WindowsNodes {
+			req.OS = nodes.OSWindows
+		}
 		wg.Go(func() {
-			_, errs[i] = w.machines.Add(ctx, framework.MachineRequest{Name: names[i]})
+			_, errs[i] = w.machines.Add(ctx, req)
 		})
 	}
 	wg.Wait()
@@ -66,7 +70,11 @@ func (w *world) registerNodes(ctx context.Context, sim cluster.NodeSimulator) er
 	if err := errors.Join(errs...); err != nil {
 		return &SetupError{Step: "simulated nodes", Err: err}
 	}
-	w.logf("registered %d simulated nodes (%s)", len(names), strings.Join(w.profile.Cluster.IPFamilies, ","))
+	windows := ""
+	if n := w.profile.Cluster.WindowsNodes; n > 0 {
+		windows = fmt.Sprintf("; Windows: %s", strings.Join(names[len(names)-n:], ", "))
+	}
+	w.logf("registered %d simulated nodes (%s%s)", len(names), strings.Join(w.profile.Cluster.IPFamilies, ","), windows)
 	return nil
 }
 

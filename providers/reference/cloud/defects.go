@@ -74,6 +74,11 @@ const (
 	// DefectNoInstanceType leaves the instance type out of instance
 	// metadata.
 	DefectNoInstanceType Defect = "no-instance-type"
+	// DefectWindowsNoInstanceType leaves the instance type out of the
+	// metadata of Windows nodes (kubernetes.io/os=windows), as a CCM
+	// whose Windows code path reads it from a source that only Linux
+	// guests fill would.
+	DefectWindowsNoInstanceType Defect = "windows-no-instance-type"
 	// DefectInternalIPsOnly reports only a node's InternalIP addresses,
 	// dropping its ExternalIP, Hostname and DNS names.
 	DefectInternalIPsOnly Defect = "internal-ips-only"
@@ -153,7 +158,7 @@ func KnownDefects() []Defect {
 		DefectWrongRouteCIDR, DefectKeepRoutes,
 		DefectInstanceExistsAlways, DefectNoShutdown, DefectStoppedInstanceGone, DefectZoneCGone,
 		DefectServiceOutsideMigration,
-		DefectNoProviderID, DefectNoInstanceType, DefectInternalIPsOnly, DefectTrustNodeIP,
+		DefectNoProviderID, DefectNoInstanceType, DefectWindowsNoInstanceType, DefectInternalIPsOnly, DefectTrustNodeIP,
 		DefectInstancesCachedAtStart, DefectErrorMeansGone,
 		DefectWrongIngressIP, DefectPortsFixedAtCreate, DefectDropUDPPorts, DefectWrongNodePort,
 		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass, DefectOldServiceNameRule,

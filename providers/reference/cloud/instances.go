@@ -170,6 +170,9 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloud
 	if i.defects.Has(DefectNoInstanceType) {
 		md.InstanceType = ""
 	}
+	if i.defects.Has(DefectWindowsNoInstanceType) && node.Labels[v1.LabelOSStable] == "windows" {
+		md.InstanceType = ""
+	}
 	if i.defects.Has(DefectTrustNodeIP) {
 		md.NodeAddresses = withProvidedNodeIPs(node, md.NodeAddresses)
 	}
