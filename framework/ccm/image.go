@@ -74,6 +74,9 @@ type ImageOptions struct {
 	// copies of the files its arguments name; created, and removed by Stop.
 	// It is mounted read-only at ContainerFilesDir.
 	FilesDir string
+	// Files are mounted read-only into the container, each at its Path,
+	// from copies in FilesDir (as StandardDeployment mounts them).
+	Files []File
 	// Container is the container's name, unique on the engine.
 	Container string
 	// Labels go on the container (LabelRun, LabelInstance, ...), besides
@@ -107,6 +110,11 @@ func StartImage(opts ImageOptions) (*Process, error) {
 	if err := files.copyInto(opts.FilesDir); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Name, err)
 	}
+	mounts, err := writeMountedFiles(opts.FilesDir, opts.Files)
+	if err != nil {
+		_ = os.RemoveAll(opts.FilesDir)
+		return nil, fmt.Errorf("%s: %w", opts.Name, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
 		_ = os.RemoveAll(opts.FilesDir)
 		return nil, err
@@ -123,6 +131,7 @@ func StartImage(opts ImageOptions) (*Process, error) {
 		Container: opts.Container,
 		Labels:    labels,
 		FilesDir:  opts.FilesDir,
+		Mounts:    mounts,
 		EnvNames:  envNames(env),
 		Image:     opts.Image,
 		Args:      args,
@@ -146,6 +155,8 @@ type DockerRun struct {
 	Labels    map[string]string
 	// FilesDir is mounted read-only at ContainerFilesDir.
 	FilesDir string
+	// Mounts bind host files read-only into the container.
+	Mounts []Mount
 	// EnvNames are passed as --env NAME: the value comes from the docker
 	// CLI's environment.
 	EnvNames []string
@@ -169,11 +180,38 @@ func DockerRunCommand(r DockerRun) []string {
 	if r.FilesDir != "" {
 		cmd = append(cmd, "--mount", "type=bind,source="+r.FilesDir+",target="+ContainerFilesDir+",readonly")
 	}
+	for _, m := range r.Mounts {
+		cmd = append(cmd, "--mount", "type=bind,source="+m.Source+",target="+m.Target+",readonly")
+	}
 	for _, n := range r.EnvNames {
 		cmd = append(cmd, "--env", n)
 	}
 	cmd = append(cmd, r.Image)
 	return append(cmd, r.Args...)
+}
+
+// Mount binds the host file Source read-only at Target in a container.
+type Mount struct{ Source, Target string }
+
+// writeMountedFiles writes each file's content under dir/mounted, readable
+// by the container's user, and returns their mounts.
+func writeMountedFiles(dir string, files []File) ([]Mount, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	sub := filepath.Join(dir, "mounted")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return nil, fmt.Errorf("files for the container: %w", err)
+	}
+	var mounts []Mount
+	for i, f := range files {
+		source := filepath.Join(sub, fileKey(i))
+		if err := os.WriteFile(source, []byte(f.Content), 0o644); err != nil {
+			return nil, fmt.Errorf("file %s for the container: %w", f.Path, err)
+		}
+		mounts = append(mounts, Mount{Source: source, Target: f.Path})
+	}
+	return mounts, nil
 }
 
 // fileMap decides which host files a container gets copies of, and where

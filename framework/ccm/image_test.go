@@ -23,6 +23,7 @@ func TestDockerRunCommand(t *testing.T) {
 				Container: "ccm-conformance-abc-main",
 				Labels:    map[string]string{LabelRun: "abc", LabelInstance: "main", LabelImage: "ccm-conformance/reference-ccm:latest"},
 				FilesDir:  "/tmp/run/ccm-main",
+				Mounts:    []Mount{{Source: "/tmp/run/ccm-main/mounted/file-0", Target: "/etc/cloud/cloud.conf"}},
 				EnvNames:  []string{"A", "REFERENCE_CLOUD_ENDPOINT"},
 				Image:     "sha256:0123",
 				Args:      []string{"--v=2", "--kubeconfig=/ccm-conformance/kubeconfig"},
@@ -33,6 +34,7 @@ func TestDockerRunCommand(t *testing.T) {
 				"--label", "ccm-conformance.instance=main",
 				"--label", "ccm-conformance.run=abc",
 				"--mount", "type=bind,source=/tmp/run/ccm-main,target=/ccm-conformance,readonly",
+				"--mount", "type=bind,source=/tmp/run/ccm-main/mounted/file-0,target=/etc/cloud/cloud.conf,readonly",
 				"--env", "A", "--env", "REFERENCE_CLOUD_ENDPOINT",
 				"sha256:0123", "--v=2", "--kubeconfig=/ccm-conformance/kubeconfig",
 			},
@@ -309,5 +311,26 @@ func TestProcStartTime(t *testing.T) {
 	}
 	if labels := ownerLabels(); labels[LabelOwnerPID] == "" || labels[LabelOwnerStart] == "" || !strings.HasPrefix(labels[LabelOwnerPIDNamespace], "pid:[") {
 		t.Errorf("ownerLabels = %v", labels)
+	}
+}
+
+func TestWriteMountedFiles(t *testing.T) {
+	dir := t.TempDir()
+	mounts, err := writeMountedFiles(dir, []File{{Path: "/etc/cloud/cloud.conf", Content: "endpoint: x\n"}, {Path: "/etc/key", Content: "k", Secret: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Mount{{Source: filepath.Join(dir, "mounted", "file-0"), Target: "/etc/cloud/cloud.conf"}, {Source: filepath.Join(dir, "mounted", "file-1"), Target: "/etc/key"}}
+	if !slices.Equal(mounts, want) {
+		t.Fatalf("mounts %v, want %v", mounts, want)
+	}
+	for i, content := range []string{"endpoint: x\n", "k"} {
+		data, err := os.ReadFile(want[i].Source)
+		if err != nil || string(data) != content {
+			t.Errorf("%s = %q, %v; want %q", want[i].Source, data, err, content)
+		}
+	}
+	if mounts, err := writeMountedFiles(dir, nil); err != nil || mounts != nil {
+		t.Errorf("no files: %v, %v", mounts, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,11 +88,31 @@ type StandardDeployment struct {
 	Args []string
 	// Env of the container, in the order of its names.
 	Env map[string]string
+	// Files are mounted into the container read-only, each at its Path:
+	// from a ConfigMap, or from a Secret for those marked Secret (both
+	// named FilesName(Name)).
+	Files []File
 	// RunID is the value of LabelRun on every object, so that what a run
 	// leaves can be found: kubectl get all,sa,clusterrole,clusterrolebinding,rolebinding -A -l ccm-conformance.run=ID.
 	// Required.
 	RunID string
 }
+
+// File is a file the CCM's container sees at Path, with Content (a cloud
+// configuration, credentials).
+type File struct {
+	Path    string
+	Content string
+	// Secret keeps the content in a Secret rather than a ConfigMap.
+	Secret bool
+}
+
+// FilesName names the ConfigMap and the Secret that hold a deployment's
+// files.
+func FilesName(name string) string { return name + "-files" }
+
+// fileKey is the key of the i-th file in its ConfigMap or Secret.
+func fileKey(i int) string { return fmt.Sprintf("file-%d", i) }
 
 // withDefaults fills Name and Namespace.
 func (d StandardDeployment) withDefaults() StandardDeployment {
@@ -125,6 +146,16 @@ func (d StandardDeployment) validate() error {
 		for _, msg := range validation.IsEnvVarName(k) {
 			errs = append(errs, fmt.Errorf("env %q: %s", k, msg))
 		}
+	}
+	paths := map[string]bool{}
+	for _, f := range d.Files {
+		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || f.Path == "/" || f.Path == "/tmp" || strings.HasPrefix(f.Path, "/tmp/") {
+			errs = append(errs, fmt.Errorf("file %q: want a clean absolute path to a file outside /tmp", f.Path))
+		}
+		if paths[f.Path] {
+			errs = append(errs, fmt.Errorf("file %q: given twice", f.Path))
+		}
+		paths[f.Path] = true
 	}
 	if v, ok := FlagValue(d.Args, "cloud-provider"); !ok || v == "" || strings.HasPrefix(v, "-") {
 		errs = append(errs, errors.New("args: --cloud-provider=NAME is missing (the standard deployment runs the CCM with the profile's args, and a CCM needs its provider's name)"))
@@ -225,7 +256,8 @@ func (d StandardDeployment) authReaderBindingName() string {
 }
 
 // Objects are what Apply creates, in that order: ServiceAccount,
-// ClusterRole, ClusterRoleBinding, RoleBinding, Deployment. The same
+// ClusterRole, ClusterRoleBinding, RoleBinding, the ConfigMap and the
+// Secret of the files (where there are such files), Deployment. The same
 // deployment always gives the same objects.
 func (d StandardDeployment) Objects() ([]runtime.Object, error) {
 	d = d.withDefaults()
@@ -237,7 +269,7 @@ func (d StandardDeployment) Objects() ([]runtime.Object, error) {
 		return nil, err
 	}
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: d.Name, Namespace: d.Namespace}
-	return []runtime.Object{
+	return append([]runtime.Object{
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: d.meta(d.Name, d.Namespace),
@@ -259,8 +291,67 @@ func (d StandardDeployment) Objects() ([]runtime.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: authReaderRole},
 			Subjects:   []rbacv1.Subject{subject},
 		},
-		dep,
-	}, nil
+	}, append(d.fileObjects(), dep)...), nil
+}
+
+// fileObjects are the ConfigMap and the Secret that hold the files, each
+// only where it holds one.
+func (d StandardDeployment) fileObjects() []runtime.Object {
+	plain, secret := map[string]string{}, map[string][]byte{}
+	for i, f := range d.Files {
+		if f.Secret {
+			secret[fileKey(i)] = []byte(f.Content)
+		} else {
+			plain[fileKey(i)] = f.Content
+		}
+	}
+	var out []runtime.Object
+	if len(plain) > 0 {
+		out = append(out, &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: d.meta(FilesName(d.Name), d.Namespace),
+			Data:       plain,
+		})
+	}
+	if len(secret) > 0 {
+		out = append(out, &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: d.meta(FilesName(d.Name), d.Namespace),
+			Type:       corev1.SecretTypeOpaque,
+			Data:       secret,
+		})
+	}
+	return out
+}
+
+// fileVolumes are the pod's volumes of the ConfigMap and the Secret of
+// the files, and the container's mount of each file (a subPath at its
+// Path, read-only).
+func (d StandardDeployment) fileVolumes() ([]corev1.Volume, []corev1.VolumeMount) {
+	const plainVolume, secretVolume = "files", "secret-files"
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	var plain, secret bool
+	for i, f := range d.Files {
+		volume := plainVolume
+		if f.Secret {
+			volume, secret = secretVolume, true
+		} else {
+			plain = true
+		}
+		mounts = append(mounts, corev1.VolumeMount{Name: volume, MountPath: f.Path, SubPath: fileKey(i), ReadOnly: true})
+	}
+	if plain {
+		volumes = append(volumes, corev1.Volume{Name: plainVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: FilesName(d.Name)}},
+		}})
+	}
+	if secret {
+		volumes = append(volumes, corev1.Volume{Name: secretVolume, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: FilesName(d.Name)},
+		}})
+	}
+	return volumes, mounts
 }
 
 // StandardRules are the ClusterRole's rules: what the controllers of
@@ -323,6 +414,7 @@ func (d StandardDeployment) deployment() (*appsv1.Deployment, error) {
 		env = append(env, corev1.EnvVar{Name: k, Value: d.Env[k]})
 	}
 	sort.SliceStable(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	volumes, mounts := d.fileVolumes()
 	noSchedule := func(key, value string) corev1.Toleration {
 		op := corev1.TolerationOpExists
 		if value != "" {
@@ -380,9 +472,9 @@ func (d StandardDeployment) deployment() (*appsv1.Deployment, error) {
 							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 						},
 						// A writable /tmp on a read-only root filesystem.
-						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+						VolumeMounts: append([]corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}, mounts...),
 					}},
-					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					Volumes: append([]corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
 				},
 			},
 		},
@@ -468,6 +560,10 @@ func applyObject(ctx context.Context, client kubernetes.Interface, o runtime.Obj
 		return createOrUpdate(ctx, client.RbacV1().ClusterRoleBindings(), o)
 	case *rbacv1.RoleBinding:
 		return createOrUpdate(ctx, client.RbacV1().RoleBindings(o.Namespace), o)
+	case *corev1.ConfigMap:
+		return createOrUpdate(ctx, client.CoreV1().ConfigMaps(o.Namespace), o)
+	case *corev1.Secret:
+		return createOrUpdate(ctx, client.CoreV1().Secrets(o.Namespace), o)
 	case *appsv1.Deployment:
 		return createOrUpdate(ctx, client.AppsV1().Deployments(o.Namespace), o)
 	}
@@ -524,6 +620,12 @@ func (d StandardDeployment) Delete(ctx context.Context, client kubernetes.Interf
 	}{
 		{"Deployment " + d.Namespace + "/" + d.Name, func() error {
 			return client.AppsV1().Deployments(d.Namespace).Delete(ctx, d.Name, foreground)
+		}},
+		{"ConfigMap " + d.Namespace + "/" + FilesName(d.Name), func() error {
+			return client.CoreV1().ConfigMaps(d.Namespace).Delete(ctx, FilesName(d.Name), metav1.DeleteOptions{})
+		}},
+		{"Secret " + d.Namespace + "/" + FilesName(d.Name), func() error {
+			return client.CoreV1().Secrets(d.Namespace).Delete(ctx, FilesName(d.Name), metav1.DeleteOptions{})
 		}},
 		{"RoleBinding " + metav1.NamespaceSystem + "/" + d.authReaderBindingName(), func() error {
 			return client.RbacV1().RoleBindings(metav1.NamespaceSystem).Delete(ctx, d.authReaderBindingName(), metav1.DeleteOptions{})

@@ -180,6 +180,10 @@ func TestStandardInvalid(t *testing.T) {
 		{"bad name", func(d *StandardDeployment) { d.Name = "CCM" }, `name "CCM"`},
 		{"bad env name", func(d *StandardDeployment) { d.Env = map[string]string{"A=B": "x"} }, `env "A=B"`},
 		{"bad secure port", func(d *StandardDeployment) { d.Args = append(d.Args, "--secure-port=https") }, `--secure-port="https" is not a port`},
+		{"relative file path", func(d *StandardDeployment) { d.Files = []File{{Path: "etc/cloud.conf"}} }, `file "etc/cloud.conf": want a clean absolute path`},
+		{"file under /tmp", func(d *StandardDeployment) { d.Files = []File{{Path: "/tmp/cloud.conf"}} }, `file "/tmp/cloud.conf": want a clean absolute path to a file outside /tmp`},
+		{"unclean file path", func(d *StandardDeployment) { d.Files = []File{{Path: "/etc/../cloud.conf"}} }, `file "/etc/../cloud.conf"`},
+		{"file twice", func(d *StandardDeployment) { d.Files = []File{{Path: "/etc/a"}, {Path: "/etc/a", Secret: true}} }, `file "/etc/a": given twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,6 +293,10 @@ func current(t *testing.T, ctx context.Context, c *fake.Clientset, d StandardDep
 	add(c.RbacV1().ClusterRoles().Get(ctx, d.Name, metav1.GetOptions{}))
 	add(c.RbacV1().ClusterRoleBindings().Get(ctx, d.Name, metav1.GetOptions{}))
 	add(c.RbacV1().RoleBindings("kube-system").Get(ctx, d.authReaderBindingName(), metav1.GetOptions{}))
+	if len(d.Files) > 0 {
+		add(c.CoreV1().ConfigMaps(d.Namespace).Get(ctx, FilesName(d.Name), metav1.GetOptions{}))
+		add(c.CoreV1().Secrets(d.Namespace).Get(ctx, FilesName(d.Name), metav1.GetOptions{}))
+	}
 	add(c.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{}))
 	for _, o := range out {
 		m := o.(metav1.Object)
@@ -297,10 +305,88 @@ func current(t *testing.T, ctx context.Context, c *fake.Clientset, d StandardDep
 	return out
 }
 
+// Files reach the container read-only at their paths: plain ones from a
+// ConfigMap, secret ones from a Secret, each object only where it holds a
+// file, and the Secret's content never in the ConfigMap.
+func TestStandardFiles(t *testing.T) {
+	tests := []struct {
+		name          string
+		files         []File
+		wantConfigMap map[string]string
+		wantSecret    map[string][]byte
+		wantMounts    []corev1.VolumeMount
+		wantVolumes   []string
+	}{
+		{name: "none", wantVolumes: []string{"tmp"}},
+		{
+			name:          "a cloud config and credentials",
+			files:         []File{{Path: "/etc/cloud/cloud.conf", Content: "endpoint: x\n"}, {Path: "/etc/cloud/credentials", Content: "s3cr3t", Secret: true}},
+			wantConfigMap: map[string]string{"file-0": "endpoint: x\n"},
+			wantSecret:    map[string][]byte{"file-1": []byte("s3cr3t")},
+			wantMounts: []corev1.VolumeMount{
+				{Name: "files", MountPath: "/etc/cloud/cloud.conf", SubPath: "file-0", ReadOnly: true},
+				{Name: "secret-files", MountPath: "/etc/cloud/credentials", SubPath: "file-1", ReadOnly: true},
+			},
+			wantVolumes: []string{"tmp", "files", "secret-files"},
+		},
+		{
+			name:        "only a secret",
+			files:       []File{{Path: "/etc/key.json", Content: "{}", Secret: true}},
+			wantSecret:  map[string][]byte{"file-0": []byte("{}")},
+			wantMounts:  []corev1.VolumeMount{{Name: "secret-files", MountPath: "/etc/key.json", SubPath: "file-0", ReadOnly: true}},
+			wantVolumes: []string{"tmp", "secret-files"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := testDeployment()
+			d.Files = tt.files
+			objs, err := d.Objects()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var configMap map[string]string
+			var secret map[string][]byte
+			var dep *appsv1.Deployment
+			for _, o := range objs {
+				switch o := o.(type) {
+				case *corev1.ConfigMap:
+					if o.Name != "cloud-controller-manager-files" || o.Labels[LabelRun] != d.RunID {
+						t.Errorf("ConfigMap %s/%s, labels %v", o.Namespace, o.Name, o.Labels)
+					}
+					configMap = o.Data
+				case *corev1.Secret:
+					if o.Name != "cloud-controller-manager-files" || o.Labels[LabelRun] != d.RunID {
+						t.Errorf("Secret %s/%s, labels %v", o.Namespace, o.Name, o.Labels)
+					}
+					secret = o.Data
+				case *appsv1.Deployment:
+					dep = o
+				}
+			}
+			if !reflect.DeepEqual(configMap, tt.wantConfigMap) || !reflect.DeepEqual(secret, tt.wantSecret) {
+				t.Errorf("ConfigMap %v, Secret %v; want %v, %v", configMap, secret, tt.wantConfigMap, tt.wantSecret)
+			}
+			mounts := dep.Spec.Template.Spec.Containers[0].VolumeMounts[1:]
+			if len(mounts) != len(tt.wantMounts) || (len(mounts) > 0 && !reflect.DeepEqual(mounts, tt.wantMounts)) {
+				t.Errorf("mounts %+v, want %+v", mounts, tt.wantMounts)
+			}
+			var volumes []string
+			for _, v := range dep.Spec.Template.Spec.Volumes {
+				volumes = append(volumes, v.Name)
+			}
+			if !slices.Equal(volumes, tt.wantVolumes) {
+				t.Errorf("volumes %v, want %v", volumes, tt.wantVolumes)
+			}
+		})
+	}
+}
+
 func TestStandardApplyIdempotent(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
 	d := testDeployment()
+	d.Files = []File{{Path: "/etc/cloud/cloud.conf", Content: "endpoint: x\n"}, {Path: "/etc/cloud/key", Content: "k", Secret: true}}
 	want, err := d.Objects()
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +439,10 @@ func stripTypeMeta(o runtime.Object) runtime.Object {
 		o.TypeMeta = metav1.TypeMeta{}
 	case *rbacv1.RoleBinding:
 		o.TypeMeta = metav1.TypeMeta{}
+	case *corev1.ConfigMap:
+		o.TypeMeta = metav1.TypeMeta{}
+	case *corev1.Secret:
+		o.TypeMeta = metav1.TypeMeta{}
 	case *appsv1.Deployment:
 		o.TypeMeta = metav1.TypeMeta{}
 	}
@@ -385,6 +475,8 @@ func TestStandardDelete(t *testing.T) {
 	}
 	wantDeleted := []string{
 		"deployments cloud-controller-manager",
+		"configmaps cloud-controller-manager-files",
+		"secrets cloud-controller-manager-files",
 		"rolebindings cloud-controller-manager:apiserver-authentication-reader",
 		"clusterrolebindings cloud-controller-manager",
 		"clusterroles cloud-controller-manager",

@@ -288,6 +288,24 @@ type ImageCCM struct {
 	// Env is the container's environment (the harness's own is not passed
 	// on).
 	Env map[string]string `json:"env,omitempty"`
+	// Files are mounted read-only into the container, each at its path:
+	// a cloud configuration, credentials. In a cluster they come from a
+	// ConfigMap, or a Secret for those marked secret, that the harness
+	// creates and deletes with the CCM's Deployment; beside the cluster,
+	// from copies in the run's directory.
+	Files []ImageFile `json:"files,omitempty"`
+}
+
+// ImageFile is a file the CCM's container sees.
+type ImageFile struct {
+	// Path is where the container sees it: a clean absolute path outside
+	// /tmp (the container's scratch space).
+	Path string `json:"path"`
+	// Content is the file's content; variables are expanded, ${env:NAME}
+	// included (a credential from CI, which the run directory never shows).
+	Content string `json:"content"`
+	// Secret keeps the content in a Secret rather than a ConfigMap.
+	Secret bool `json:"secret,omitempty"`
 }
 
 // HarnessStarts reports whether the harness runs the CCM itself (from a
@@ -654,6 +672,20 @@ func (c *ImageCCM) validate(path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateVariables(path.Child("args"), c.Args)...)
 	errs = append(errs, validateEnv(path.Child("env"), c.Env)...)
+	seen := map[string]bool{}
+	for i, f := range c.Files {
+		fpath := path.Child("files").Index(i)
+		switch p := f.Path; {
+		case p == "":
+			errs = append(errs, field.Required(fpath.Child("path"), "where the container sees the file, e.g. /etc/kubernetes/cloud.conf"))
+		case !strings.HasPrefix(p, "/") || filepath.Clean(p) != p || p == "/" || p == "/tmp" || strings.HasPrefix(p, "/tmp/") || p == "/ccm-conformance" || strings.HasPrefix(p, "/ccm-conformance/"):
+			errs = append(errs, field.Invalid(fpath.Child("path"), p, "a clean absolute path to a file, outside /tmp and /ccm-conformance (the container's scratch space and the harness's files)"))
+		case seen[p]:
+			errs = append(errs, field.Duplicate(fpath.Child("path"), p))
+		}
+		seen[f.Path] = true
+		errs = append(errs, validateVariables(fpath.Child("content"), []string{f.Content})...)
+	}
 	return errs
 }
 

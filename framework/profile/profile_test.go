@@ -142,6 +142,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-image-bad-reference.yaml", []string{"ccm.image.reference", `"My CCM:latest"`, "not an image reference"}},
 		{"invalid-image-variable.yaml", []string{"ccm.image.reference", "variables are not expanded"}},
 		{"invalid-image-unknown-variable.yaml", []string{"ccm.image.env[ENDPOINT]", "${PORT}"}},
+		{"invalid-image-files.yaml", []string{"ccm.image.files[0].content", "${ENDPOINT}", "ccm.image.files[1].path", "outside /tmp", "ccm.image.files[2].path: Duplicate", "ccm.image.files[3].path: Required value"}},
 		{"invalid-image-unknown-field.yaml", []string{`unknown field "ccm.image.ref"`}},
 		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
 		{"invalid-binary-empty.yaml", []string{"ccm.binary.path: Required value", "ccm.binary.module"}},

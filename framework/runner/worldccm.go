@@ -100,10 +100,14 @@ func (l *deploymentCCM) start(ctx context.Context) error {
 		}
 	}
 	w.info.CCMEnv = slices.Sorted(maps.Keys(env))
+	files, err := w.ccmFiles(w.ccmExpander)
+	if err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
 	if l.awaiting, err = framework.UninitializedNodes(ctx, w.client); err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
-	d := ccm.StandardDeployment{Image: img.Reference, Args: args, Env: env, RunID: w.runID}
+	d := ccm.StandardDeployment{Image: img.Reference, Args: args, Env: env, Files: files, RunID: w.runID}
 	if err := d.Apply(ctx, w.client); err != nil {
 		return &SetupError{Step: "ccm deployment", Err: err}
 	}
@@ -278,6 +282,10 @@ func (s containerCCM) startProcess(in instanceInput) (*ccm.Process, error) {
 	if w.image != nil && w.image.ID != "" {
 		image = w.image.ID
 	}
+	files, err := w.ccmFiles(in.expander)
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{ccm.LabelRun: w.runID, ccm.LabelInstance: instance, ccm.LabelImage: reference}
 	if w.worldName != "" {
 		labels[labelWorld] = w.worldName
@@ -288,6 +296,7 @@ func (s containerCCM) startProcess(in instanceInput) (*ccm.Process, error) {
 		Args:       in.args,
 		Env:        env,
 		Kubeconfig: w.cluster.Kubeconfig(),
+		Files:      files,
 		LogPath:    in.logPath,
 		FilesDir:   filepath.Join(w.runDir, "container-"+containerName),
 		Container:  containerName,
@@ -371,4 +380,17 @@ func (c ccmInstances) StopMain(ctx context.Context) (func(context.Context) error
 		c.l.main.set(p)
 		return nil
 	}, nil
+}
+
+// ccmFiles are the files of ccm.image.files, their content expanded.
+func (w *world) ccmFiles(e *profile.Expander) ([]ccm.File, error) {
+	var out []ccm.File
+	for i, f := range w.profile.CCM.Image.Files {
+		content, err := e.Expand(f.Content)
+		if err != nil {
+			return nil, fmt.Errorf("ccm.image.files[%d] (%s): %w", i, f.Path, err)
+		}
+		out = append(out, ccm.File{Path: f.Path, Content: content, Secret: f.Secret})
+	}
+	return out, nil
 }
