@@ -4,8 +4,8 @@
 // docker provider from a node image built offline (kind/nodeimage), and
 // deleted at the run's end (docs/kind.md).
 //
-// Floor: a cluster backend. It stands on framework/cluster and the leaves;
-// the commands choose it.
+// Floor: a cluster backend. It stands on framework/cluster, the leaves and
+// reports/prow (for the names of its metadata keys); the commands choose it.
 package kind
 
 import (

@@ -104,7 +104,7 @@ func StartImage(opts ImageOptions) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := newFileMap(isRegularFile)
+	files := newFileMap(hostFileOutside(opts.Files, isRegularFile))
 	args = files.rewriteArgs(args)
 	env := files.rewriteEnv(opts.Env)
 	if err := files.copyInto(opts.FilesDir); err != nil {
@@ -190,6 +190,21 @@ func DockerRunCommand(r DockerRun) []string {
 	return append(cmd, r.Args...)
 }
 
+// hostFileOutside is isFile but for the paths files are mounted at: such a
+// path names the container's file, not the host's, even where the host has
+// a file there.
+func hostFileOutside(files []File, isFile func(string) bool) func(string) bool {
+	mountedAt := map[string]bool{}
+	for _, f := range files {
+		mountedAt[f.Path] = true
+	}
+	return func(p string) bool { return !mountedAt[p] && isFile(p) }
+}
+
+// mountedDir is the directory of a container's files directory that
+// holds the copies of ccm.image.files.
+const mountedDir = "mounted"
+
 // Mount binds the host file Source read-only at Target in a container.
 type Mount struct{ Source, Target string }
 
@@ -199,7 +214,7 @@ func writeMountedFiles(dir string, files []File) ([]Mount, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}
-	sub := filepath.Join(dir, "mounted")
+	sub := filepath.Join(dir, mountedDir)
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		return nil, fmt.Errorf("files for the container: %w", err)
 	}
@@ -225,7 +240,8 @@ type fileMap struct {
 }
 
 func newFileMap(isFile func(string) bool) *fileMap {
-	return &fileMap{isFile: isFile, byHost: map[string]string{}, names: map[string]bool{}}
+	// No copy takes the name of the directory of the mounted files.
+	return &fileMap{isFile: isFile, byHost: map[string]string{}, names: map[string]bool{mountedDir: true}}
 }
 
 // containerPath returns where the container sees the host file at p, or

@@ -334,3 +334,22 @@ func TestWriteMountedFiles(t *testing.T) {
 		t.Errorf("no files: %v, %v", mounts, err)
 	}
 }
+
+// An argument naming a path that ccm.image.files mounts a file at is left
+// alone, even where the host has a file there; other host files are still
+// copied, and no copy takes the mounted files' directory name.
+func TestMountedPathsAreNotHostFiles(t *testing.T) {
+	dir := t.TempDir()
+	hostConf, other := filepath.Join(dir, "cloud.conf"), filepath.Join(dir, mountedDir)
+	for _, p := range []string{hostConf, other} {
+		if err := os.WriteFile(p, []byte("host"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newFileMap(hostFileOutside([]File{{Path: hostConf, Content: "profile"}}, isRegularFile))
+	got := m.rewriteArgs([]string{"--cloud-config=" + hostConf, "--other=" + other})
+	want := []string{"--cloud-config=" + hostConf, "--other=/ccm-conformance/2-" + mountedDir}
+	if !slices.Equal(got, want) {
+		t.Errorf("rewriteArgs = %q, want %q", got, want)
+	}
+}

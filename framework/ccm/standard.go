@@ -93,7 +93,7 @@ type StandardDeployment struct {
 	// named FilesName(Name)).
 	Files []File
 	// RunID is the value of LabelRun on every object, so that what a run
-	// leaves can be found: kubectl get all,sa,clusterrole,clusterrolebinding,rolebinding -A -l ccm-conformance.run=ID.
+	// leaves can be found: kubectl get all,sa,configmap,secret,clusterrole,clusterrolebinding,rolebinding -A -l ccm-conformance.run=ID.
 	// Required.
 	RunID string
 }

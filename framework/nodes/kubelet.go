@@ -122,6 +122,9 @@ type Kubelet struct {
 	opts   Options
 	// watch feeds the simulated kube-proxy; nil when ports are not served.
 	watch *proxyWatch
+	// log is the logger of the context the kubelet registered with, which
+	// its heartbeats and kube-proxy log to.
+	log logr.Logger
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -255,6 +258,7 @@ func (k *Kubelet) register(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering node %s: %w", k.spec.Name, err)
 	}
+	k.log = logr.FromContextOrDiscard(ctx)
 	k.Resume()
 	return nil
 }
@@ -299,7 +303,7 @@ func (k *Kubelet) Resume() {
 	if k.cancel != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), k.log))
 	k.cancel, k.done = cancel, make(chan struct{})
 	if k.watch == nil {
 		go k.heartbeat(ctx, k.done)

@@ -168,6 +168,8 @@ func (w *world) setUp(ctx context.Context) error {
 		if err := w.timed("nodes", func() error { return w.registerNodes(ctx, sim) }); err != nil {
 			return w.blameDriver(err)
 		}
+	} else if n := w.profile.Cluster.WindowsNodes; n > 0 {
+		w.logf("note: cluster.windowsNodes (%d) is ignored: the %s backend's nodes are its own, not simulated", n, w.backend.Name())
 	}
 	if fin, ok := w.cluster.(cluster.Finisher); ok {
 		err := w.timed("cluster ready", func() error { return fin.Ready(ctx) })

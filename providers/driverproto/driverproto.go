@@ -103,13 +103,17 @@ type Call struct {
 	Error     string    `json:"error,omitempty"`
 }
 
-// Main runs one driver call: args are the verb's words, stdin holds the
-// request (empty means {}), handle answers it. The answer goes to stdout as
-// one line of JSON; an error goes to stderr as one line prefixed with the
-// driver's name and the verb. It returns the process's exit code.
-func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, handle func(verb string, request []byte) (any, error)) int {
+// Verb answers one request of a verb.
+type Verb func(request []byte) (any, error)
+
+// Main runs one driver call: args are the verb's words, lookup finds the
+// verb (an unknown one is an error before stdin is read), stdin holds the
+// request (empty means {}). The answer goes to stdout as one line of JSON;
+// an error goes to stderr as one line prefixed with the driver's name and
+// the verb. It returns the process's exit code.
+func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, lookup func(verb string) (Verb, error)) int {
 	verb := strings.Join(args, " ")
-	resp, err := call(verb, stdin, handle)
+	resp, err := call(verb, stdin, lookup)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s %s: %v\n", name, verb, err)
 		if errors.Is(err, ErrNotFound) {
@@ -124,7 +128,11 @@ func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer,
 	return ExitOK
 }
 
-func call(verb string, stdin io.Reader, handle func(verb string, request []byte) (any, error)) (any, error) {
+func call(verb string, stdin io.Reader, lookup func(verb string) (Verb, error)) (any, error) {
+	handle, err := lookup(verb)
+	if err != nil {
+		return nil, err
+	}
 	request, err := io.ReadAll(stdin)
 	if err != nil {
 		return nil, fmt.Errorf("reading the request: %w", err)
@@ -132,7 +140,7 @@ func call(verb string, stdin io.Reader, handle func(verb string, request []byte)
 	if strings.TrimSpace(string(request)) == "" {
 		request = []byte("{}")
 	}
-	return handle(verb, request)
+	return handle(request)
 }
 
 // Decode reads a request; unknown fields are ignored, as the protocol asks.

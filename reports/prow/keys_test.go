@@ -14,7 +14,8 @@ import (
 
 // A metadata key is lower case with dashes, as Prow's and kubetest2's own
 // keys are, and is declared in this package only: a constant named Meta*
-// with a string value anywhere else in the module is a second home.
+// with a string value anywhere else in the module is a second home, and so
+// is a string key in a function that makes metadata.
 func TestMetadataKeysHaveOneHome(t *testing.T) {
 	spelling := regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 	root := filepath.Join("..", "..")
@@ -46,6 +47,28 @@ func TestMetadataKeysHaveOneHome(t *testing.T) {
 			return err
 		}
 		here := dir == self
+		// A function that makes metadata (Metadata, metadata,
+		// runMetadata) names its keys by the constants, never by a
+		// string of its own.
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil || !strings.HasSuffix(strings.ToLower(fn.Name.Name), "metadata") {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				var key ast.Expr
+				switch n := n.(type) {
+				case *ast.KeyValueExpr:
+					key = n.Key
+				case *ast.IndexExpr:
+					key = n.Index
+				}
+				if lit, ok := key.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					t.Errorf("%s: %s writes the metadata key %s as a string: name it by its reports/prow constant", fset.Position(lit.Pos()), fn.Name.Name, lit.Value)
+				}
+				return true
+			})
+		}
 		for _, decl := range f.Decls {
 			gen, ok := decl.(*ast.GenDecl)
 			if !ok || gen.Tok != token.CONST {

@@ -32,16 +32,16 @@ const (
 // Main runs one driver call: args are the verb words, stdin holds the
 // request. It returns the process exit code (driverproto.Main).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	return driverproto.Main("reference-cloud-driver", args, stdin, stdout, stderr, func(verb string, request []byte) (any, error) {
-		return run(ctx, verb, request, getenv)
+	return driverproto.Main("reference-cloud-driver", args, stdin, stdout, stderr, func(verb string) (driverproto.Verb, error) {
+		handler, ok := verbTable()[verb]
+		if !ok {
+			return nil, fmt.Errorf("unknown verb %q (known: %s)", verb, strings.Join(verbNames(), ", "))
+		}
+		return func(request []byte) (any, error) { return run(ctx, verb, handler, request, getenv) }, nil
 	})
 }
 
-func run(ctx context.Context, verb string, request []byte, getenv func(string) string) (any, error) {
-	handler, ok := verbTable()[verb]
-	if !ok {
-		return nil, fmt.Errorf("unknown verb %q (known: %s)", verb, strings.Join(verbNames(), ", "))
-	}
+func run(ctx context.Context, verb string, handler verbFunc, request []byte, getenv func(string) string) (any, error) {
 	d := &driver{}
 	if verb != "info" { // info needs no cloud
 		endpoint := getenv(EndpointEnv)

@@ -52,8 +52,12 @@ const UserAgent = simctl.DriverUserAgent
 // Main runs one driver call: args are the verb words, stdin holds the
 // request. It returns the process exit code (driverproto.Main).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	return driverproto.Main("vsphere-cloud-driver", args, stdin, stdout, stderr, func(verb string, request []byte) (any, error) {
-		return run(ctx, verb, request, getenv)
+	return driverproto.Main("vsphere-cloud-driver", args, stdin, stdout, stderr, func(name string) (driverproto.Verb, error) {
+		v, ok := verbTable()[name]
+		if !ok || !slices.Contains(offered(getenv), name) {
+			return nil, fmt.Errorf("unknown verb %q (known: %s)", name, strings.Join(offered(getenv), ", "))
+		}
+		return func(request []byte) (any, error) { return run(ctx, name, v, request, getenv) }, nil
 	})
 }
 
@@ -113,11 +117,7 @@ type driver struct {
 	control *simctl.Client // nil without $VSPHERE_CONTROL_SOCKET
 }
 
-func run(ctx context.Context, name string, request []byte, getenv func(string) string) (any, error) {
-	v, ok := verbTable()[name]
-	if !ok || !slices.Contains(offered(getenv), name) {
-		return nil, fmt.Errorf("unknown verb %q (known: %s)", name, strings.Join(offered(getenv), ", "))
-	}
+func run(ctx context.Context, name string, v verb, request []byte, getenv func(string) string) (any, error) {
 	var err error
 	d := &driver{getenv: getenv}
 	if sock := getenv(ControlEnv); sock != "" {
