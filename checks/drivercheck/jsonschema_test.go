@@ -138,6 +138,9 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 		"Address": driverproto.Address{}, "Instance": driverproto.Instance{}, "Ingress": driverproto.Ingress{},
 		"Port": driverproto.Port{}, "LoadBalancer": driverproto.LoadBalancer{}, "Route": driverproto.Route{},
 		"Call": driverproto.Call{}, "Info": driverproto.Info{},
+		"request.instance-get": driverproto.NameRequest{}, "request.instance-create": driverproto.CreateInstanceRequest{},
+		"request.instance-set-addresses": driverproto.SetAddressesRequest{}, "request.fault-inject": driverproto.FaultRequest{},
+		"request.calls-list": driverproto.CallsRequest{},
 	} {
 		def, ok := schema.Defs[name]
 		if !ok {

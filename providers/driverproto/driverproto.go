@@ -106,6 +106,39 @@ type Call struct {
 // Verb answers one request of a verb.
 type Verb func(request []byte) (any, error)
 
+// The protocol's requests that more than one driver here reads.
+
+// NameRequest names an instance (instance get, delete, stop, start).
+type NameRequest struct {
+	Name string `json:"name"`
+}
+
+// CreateInstanceRequest is the request of instance create.
+type CreateInstanceRequest struct {
+	Name         string   `json:"name"`
+	Zone         string   `json:"zone"`
+	InstanceType string   `json:"instanceType"`
+	IPFamilies   []string `json:"ipFamilies"`
+}
+
+// SetAddressesRequest is the request of instance set-addresses.
+type SetAddressesRequest struct {
+	Name      string    `json:"name"`
+	Addresses []Address `json:"addresses"`
+}
+
+// FaultRequest is the request of fault inject.
+type FaultRequest struct {
+	Target    string  `json:"target"`
+	ErrorRate float64 `json:"errorRate"`
+}
+
+// CallsRequest is the request of calls list.
+type CallsRequest struct {
+	After      int64    `json:"after"`
+	Operations []string `json:"operations"`
+}
+
 // Main runs one driver call: args are the verb's words, lookup finds the
 // verb (an unknown one is an error before stdin is read), stdin holds the
 // request (empty means {}). The answer goes to stdout as one line of JSON;

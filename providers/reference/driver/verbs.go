@@ -22,10 +22,6 @@ type instanceResponse struct {
 	Instance driverproto.Instance `json:"instance"`
 }
 
-type nameRequest struct {
-	Name string `json:"name"`
-}
-
 func toInstance(in *cloudapi.Instance) driverproto.Instance {
 	out := driverproto.Instance{
 		ID: in.ID, Name: in.Name, ProviderID: in.ProviderID, Zone: in.Zone, Region: in.Region,
@@ -53,7 +49,7 @@ func (d *driver) listInstances(ctx context.Context, _ []byte) (any, error) {
 
 // byName finds the instance a request names.
 func (d *driver) byName(ctx context.Context, request []byte) (*cloudapi.Instance, error) {
-	req, err := driverproto.Decode[nameRequest](request)
+	req, err := driverproto.Decode[driverproto.NameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -76,12 +72,7 @@ func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
 }
 
 func (d *driver) createInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[struct {
-		Name         string   `json:"name"`
-		Zone         string   `json:"zone"`
-		InstanceType string   `json:"instanceType"`
-		IPFamilies   []string `json:"ipFamilies"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.CreateInstanceRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -131,9 +122,7 @@ func (d *driver) startInstance(ctx context.Context, request []byte) (any, error)
 }
 
 func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[struct {
-		Addresses []driverproto.Address `json:"addresses"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.SetAddressesRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +266,7 @@ func (d *driver) createRoute(ctx context.Context, request []byte) (any, error) {
 }
 
 func (d *driver) deleteRoute(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[nameRequest](request)
+	req, err := driverproto.Decode[driverproto.NameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -310,10 +299,7 @@ func faultTargets() map[string][]string {
 // look at the cloud while the CCM sees errors. A rate of 0 removes the
 // target's faults.
 func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[struct {
-		Target    string  `json:"target"`
-		ErrorRate float64 `json:"errorRate"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.FaultRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -359,10 +345,7 @@ func callOperations() map[string]string {
 // listCalls returns the cloud's call log after a sequence number, without
 // the driver's own calls, optionally only some operations.
 func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[struct {
-		After      int64    `json:"after"`
-		Operations []string `json:"operations"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.CallsRequest](request)
 	if err != nil {
 		return nil, err
 	}

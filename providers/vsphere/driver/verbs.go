@@ -34,10 +34,6 @@ type instanceResponse struct {
 	Instance driverproto.Instance `json:"instance"`
 }
 
-type nameRequest struct {
-	Name string `json:"name"`
-}
-
 // toInstance states what the vCenter holds for a VM in the protocol's
 // terms, each field as the CCM derives it (mapping.go).
 func (d *driver) toInstance(vm *mo.VirtualMachine, zr zoneRegion) driverproto.Instance {
@@ -107,7 +103,7 @@ func (d *driver) instance(ctx context.Context, name string) (*mo.VirtualMachine,
 }
 
 func (d *driver) getInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[nameRequest](request)
+	req, err := driverproto.Decode[driverproto.NameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -183,12 +179,7 @@ func (d *driver) place(ctx context.Context, zone string) (*placement, error) {
 }
 
 func (d *driver) createInstance(ctx context.Context, request []byte) (_ any, err error) {
-	req, err := driverproto.Decode[struct {
-		Name         string   `json:"name"`
-		Zone         string   `json:"zone"`
-		InstanceType string   `json:"instanceType"`
-		IPFamilies   []string `json:"ipFamilies"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.CreateInstanceRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +408,7 @@ func destroy(ctx context.Context, vm *object.VirtualMachine) error {
 }
 
 func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[nameRequest](request)
+	req, err := driverproto.Decode[driverproto.NameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +435,7 @@ func (d *driver) deleteInstance(ctx context.Context, request []byte) (any, error
 
 // power turns the VM named in the request to state, if it is not there.
 func (d *driver) power(ctx context.Context, request []byte, on bool) (any, error) {
-	req, err := driverproto.Decode[nameRequest](request)
+	req, err := driverproto.Decode[driverproto.NameRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -482,10 +473,7 @@ func (d *driver) startInstance(ctx context.Context, request []byte) (any, error)
 // in order. A list without a Hostname leaves the guest without a host name.
 // The CCM makes no DNS addresses, and a guest has no place for them.
 func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[struct {
-		Name      string                `json:"name"`
-		Addresses []driverproto.Address `json:"addresses"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.SetAddressesRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -529,10 +517,7 @@ func (d *driver) setAddresses(ctx context.Context, request []byte) (any, error) 
 // ---- faults ----
 
 func (d *driver) injectFault(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[struct {
-		Target    string  `json:"target"`
-		ErrorRate float64 `json:"errorRate"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.FaultRequest](request)
 	if err != nil {
 		return nil, err
 	}
@@ -561,10 +546,7 @@ func (d *driver) clearFaults(ctx context.Context, _ []byte) (any, error) {
 // sequence number, without the driver's own (by its User-Agent), each
 // under its SOAP method's name; optionally only some methods.
 func (d *driver) listCalls(ctx context.Context, request []byte) (any, error) {
-	req, err := driverproto.Decode[struct {
-		After      int64    `json:"after"`
-		Operations []string `json:"operations"`
-	}](request)
+	req, err := driverproto.Decode[driverproto.CallsRequest](request)
 	if err != nil {
 		return nil, err
 	}
