@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
@@ -55,10 +56,34 @@ func checkNoKindLeft(t *testing.T, artifacts string, volumesBefore []string) {
 	if out, err := exec.Command("docker", "network", "ls", "--quiet", "--filter", "name=^"+name+"$").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Errorf("docker network %s left after the run (%v): %s", name, err, out)
 	}
-	for _, v := range dockerVolumes(t) {
-		if !slices.Contains(volumesBefore, v) {
-			t.Errorf("docker volume %s, made during the run, left after it", v)
+	for _, v := range newVolumesThatStay(t, volumesBefore) {
+		t.Errorf("docker volume %s, made during the run, left after it", v)
+	}
+}
+
+// volumeSettle is how long a new dangling volume may take to go before it
+// counts as left behind.
+const volumeSettle = time.Minute
+
+// newVolumesThatStay returns the dangling volumes not in before that are
+// still there after volumeSettle. The other kind test's cluster may be
+// being deleted at the same moment: a node container's anonymous volume
+// dangles for an instant between the container's removal and its own, and
+// it belongs to that run, not this one. A volume a run leaks never goes.
+func newVolumesThatStay(t *testing.T, before []string) []string {
+	t.Helper()
+	deadline := time.Now().Add(volumeSettle)
+	for {
+		var left []string
+		for _, v := range dockerVolumes(t) {
+			if !slices.Contains(before, v) {
+				left = append(left, v)
+			}
 		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 
