@@ -44,7 +44,7 @@ test: ## Unit and integration tests (builds the local cluster's binaries on firs
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (go test -short)
-	@. scripts/goenv.sh && go test -short ./... ./driversdk/...
+	@. scripts/goenv.sh && go test -short ./... ./driversdk/... ./providers/...
 
 .PHONY: bench
 bench: ## Benchmarks: micro benchmarks, then whole runs and node initialization at scale (docs/performance.md)

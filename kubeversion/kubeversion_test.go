@@ -65,30 +65,36 @@ func TestCompare(t *testing.T) {
 // together); a module linking client-go v0.37.2 must not call itself
 // pinned to anything else.
 func TestPinnedMatchesGoMod(t *testing.T) {
-	data, err := os.ReadFile("../go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := modfile.ParseLax("go.mod", data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := MustParse(Pinned).Staging()
-	staging := 0
-	for _, r := range f.Require {
-		p := r.Mod.Path
-		if !strings.HasPrefix(p, "k8s.io/") || !IsStagingModule(p) {
-			continue
-		}
-		staging++
-		if r.Mod.Version != want {
-			t.Errorf("go.mod requires %s %s; Pinned %s wants %s (scripts/update-k8s-deps.sh %s)", p, r.Mod.Version, Pinned, want, Pinned)
-		}
-	}
-	if staging < 5 {
-		t.Errorf("go.mod requires %d staging modules; expected client-go and the rest", staging)
-	}
-	if len(f.Replace) != 0 {
-		t.Errorf("go.mod has %d replace directives; `go install ...@version` refuses a module with any (docs/releasing.md)", len(f.Replace))
+	// The harness's module and the providers' module (the reference and
+	// vSphere emulators, which link k8s.io/cloud-provider) move together.
+	for _, file := range []string{"../go.mod", "../providers/go.mod"} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := modfile.ParseLax(file, data, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := MustParse(Pinned).Staging()
+			staging := 0
+			for _, r := range f.Require {
+				p := r.Mod.Path
+				if !strings.HasPrefix(p, "k8s.io/") || !IsStagingModule(p) {
+					continue
+				}
+				staging++
+				if r.Mod.Version != want {
+					t.Errorf("%s requires %s %s; Pinned %s wants %s (scripts/update-k8s-deps.sh %s)", file, p, r.Mod.Version, Pinned, want, Pinned)
+				}
+			}
+			if staging < 5 {
+				t.Errorf("%s requires %d staging modules; expected client-go and the rest", file, staging)
+			}
+			if len(f.Replace) != 0 {
+				t.Errorf("%s has %d replace directives; `go install ...@version` refuses a module with any (docs/releasing.md)", file, len(f.Replace))
+			}
+		})
 	}
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pin this module to one Kubernetes release.
+# Pin this module and the providers' module to one Kubernetes release.
 #
 # The module links the published staging modules (k8s.io/api, client-go,
 # cloud-provider, ...) at v0.N.P for release v1.N.P, and builds the
@@ -37,5 +37,13 @@ echo "moving ${#staging[@]} staging modules to ${staging_version}" >&2
 scripts/gomod.sh get "${staging[@]/%/@${staging_version}}"
 sed -i "s/^const Pinned = \".*\"/const Pinned = \"${version}\"/" kubeversion/kubeversion.go
 scripts/gomod.sh mod tidy
+
+# The providers' module (providers/go.mod) links the same staging modules
+# and moves with them; it requires nothing unpublished, so the go command
+# runs there as it is.
+mapfile -t provider_staging < <(cd providers && GOWORK=off go list -m -f '{{.Path}}' all | grep '^k8s\.io/' | while read -r mod; do
+  if grep -q "\"${mod}\": true" ../kubeversion/cases.go; then echo "${mod}"; fi
+done)
+(cd providers && GOWORK=off GOFLAGS="${GOFLAGS} -mod=mod" go get "${provider_staging[@]/%/@${staging_version}}" && GOWORK=off go mod tidy)
 go test ./kubeversion/
-echo "pinned Kubernetes ${version}: ${staging[*]} at ${staging_version}" >&2
+echo "pinned Kubernetes ${version}: ${staging[*]} at ${staging_version}; providers/go.mod too" >&2

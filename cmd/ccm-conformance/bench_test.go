@@ -18,9 +18,9 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/cmd/ccm-conformance/app"
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
-	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
@@ -157,7 +157,7 @@ func benchNodeInitialization(b *testing.B, n int) {
 	cloud := startBenchProcess(b, ctx, filepath.Join(tmp, "cloud.log"), nil,
 		filepath.Join(binDir, "reference-cloud"), "--listen", endpoint, "--no-data-path", "--node-ip-range=127.80.0.0/16")
 	defer cloud()
-	api, err := cloudapi.NewClient(endpoint, "bench")
+	api, err := clouddriver.New(ctx, clouddriver.Options{Command: []string{filepath.Join(binDir, "reference-cloud-driver")}, Env: append(os.Environ(), "REFERENCE_CLOUD_ENDPOINT="+endpoint)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func benchNodeInitialization(b *testing.B, n int) {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("bench-node-%04d", i)
-		if _, err := api.CreateInstance(ctx, cloudapi.CreateInstanceRequest{Name: names[i]}); err != nil {
+		if _, err := api.CreateInstance(ctx, clouddriver.CreateInstanceRequest{Name: names[i]}); err != nil {
 			b.Fatal(err)
 		}
 	}

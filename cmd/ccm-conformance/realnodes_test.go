@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/clouddriver"
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/framework/nodes"
-	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
@@ -39,7 +40,7 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 	defer c.Stop(context.Background())
 
 	endpoint := startReferenceCloud(t, ctx, tmp)
-	api, err := cloudapi.NewClient(endpoint, "machines")
+	api, err := clouddriver.New(ctx, clouddriver.Options{Command: []string{filepath.Join(binDir, "reference-cloud-driver")}, Env: append(os.Environ(), "REFERENCE_CLOUD_ENDPOINT="+endpoint)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 	names := []string{"machine-1", "machine-2", "machine-3", "machine-4"}
 	kubelets := map[string]*nodes.Kubelet{}
 	for _, name := range names {
-		if _, err := api.CreateInstance(ctx, cloudapi.CreateInstanceRequest{Name: name}); err != nil {
+		if _, err := api.CreateInstance(ctx, clouddriver.CreateInstanceRequest{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		if kubelets[name], err = pool.Register(ctx, nodes.Spec{Name: name}); err != nil {
@@ -65,11 +66,15 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 	go func() {
 		defer close(machinesDone)
 		for ctx.Err() == nil {
+			// One driver call a round: an instance missing from the
+			// list is deleted, so its kubelet is silent too.
+			instances, err := api.ListInstances(ctx)
 			for name, k := range kubelets {
-				in, err := api.InstanceByName(ctx, name)
-				running := err == nil && in.State == "running"
+				running := slices.ContainsFunc(instances, func(in clouddriver.Instance) bool {
+					return in.Name == name && in.State == clouddriver.StateRunning
+				})
 				switch {
-				case err != nil && !cloudapi.IsNotFound(err):
+				case err != nil:
 				case running && !k.Running():
 					k.Resume()
 				case !running && k.Running():

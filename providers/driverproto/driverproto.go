@@ -5,10 +5,13 @@
 // The driver SDK (driversdk) holds the same for drivers in providers' own
 // repositories. The drivers here link nothing of this repository outside
 // providers/, as a provider's own would not, so they share this copy
-// instead; validate-driver checks their answers against the SDK's schema.
+// instead; validate-driver checks their answers against the SDK's schema,
+// and TestObjectsNameTheSchemaFields checks these objects against it.
 //
-// Floor: a provider. It links no package of this repository outside
-// providers/, the driver SDK included; testsupport/floors holds that.
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
 package driverproto
 
 import (

@@ -101,6 +101,7 @@
 //	vsphere-cloud-controller-manager --cloud-config=/tmp/vs/vsphere.conf --kubeconfig=... --leader-elect=false
 //
 // Floor: a provider. Like a provider's own repository, it links no package
-// of this repository outside providers/, the driver SDK included;
-// testsupport/floors holds that.
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
 package vsphere

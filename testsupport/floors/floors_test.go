@@ -1,6 +1,12 @@
 package floors
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/modfile"
+)
 
 // The floors of the repository, bottom up, each with what its packages may
 // link of this module (go list -deps: indirect links count too). The
@@ -46,7 +52,10 @@ func TestFloors(t *testing.T) {
 			// hold. It talks to the harness only through the cluster, the
 			// CCM's process or image and the cloud-driver protocol, so it
 			// links nothing of this repository outside providers/, the
-			// driver SDK included (docs/cloud-driver.md).
+			// driver SDK included (docs/cloud-driver.md). providers/ is a
+			// Go module of its own that requires neither (providers/go.mod,
+			// built alone by scripts/test.sh); this says it package by
+			// package.
 			name: "providers", min: 5, patterns: []string{"../../providers/..."},
 			rule: Rule{Floor: []string{"providers"}, May: []string{"providers"}},
 		},
@@ -70,5 +79,33 @@ func TestUnder(t *testing.T) {
 		if got := Under(tt.rel, []string{"providers", "driversdk"}); got != tt.want {
 			t.Errorf("Under(%q) = %v, want %v", tt.rel, got, tt.want)
 		}
+	}
+}
+
+// TestProvidersModuleStandsAlone: the providers' go.mod requires and
+// replaces nothing of this repository, so without go.work (a provider's
+// own repository has none) an import of the harness or the SDK from
+// providers/ cannot build.
+func TestProvidersModuleStandsAlone(t *testing.T) {
+	const file = "../../providers/go.mod"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(file, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const repo = "github.com/ccm-conformance/ccm-conformance"
+	if f.Module.Mod.Path != repo+"/providers" {
+		t.Errorf("%s: module %s, want %s/providers", file, f.Module.Mod.Path, repo)
+	}
+	for _, r := range f.Require {
+		if strings.HasPrefix(r.Mod.Path, repo) {
+			t.Errorf("%s requires %s", file, r.Mod.Path)
+		}
+	}
+	if len(f.Replace) != 0 {
+		t.Errorf("%s has %d replace directives", file, len(f.Replace))
 	}
 }

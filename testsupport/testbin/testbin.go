@@ -63,7 +63,9 @@ func Main(m *testing.M, dir *string, pkgs ...string) int {
 	// its package's directory.
 	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", d + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// The checkout's go.work, whatever GOWORK says: the providers' packages
+	// are in a module of their own (providers/go.mod).
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK="+filepath.Join(cmd.Dir, "go.work"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", strings.Join(pkgs, " "), err, out)
 		return 2

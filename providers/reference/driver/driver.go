@@ -6,8 +6,9 @@
 // a driver only translates between the protocol's objects and its cloud's.
 //
 // Floor: a provider. Like a provider's own repository, it links no package
-// of this repository outside providers/, the driver SDK included;
-// testsupport/floors holds that.
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
 package driver
 
 import (

@@ -16,8 +16,9 @@
 // cloud driver stays small.
 //
 // Floor: a provider. Like a provider's own repository, it links no package
-// of this repository outside providers/, the driver SDK included;
-// testsupport/floors holds that.
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
 package simctl
 
 import (

@@ -6,8 +6,9 @@
 // It logs one line per request on stderr. See docs/reference-provider.md.
 //
 // Floor: a provider. Like a provider's own repository, it links no package
-// of this repository outside providers/, the driver SDK included;
-// testsupport/floors holds that.
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
 package main
 
 import (

@@ -7,8 +7,9 @@
 //	echo '{"name":"n1"}' | vsphere-cloud-driver instance get
 //
 // Floor: a provider. Like a provider's own repository, it links no package
-// of this repository outside providers/, the driver SDK included;
-// testsupport/floors holds that.
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
 package main
 
 import (

@@ -8,8 +8,9 @@
 // and, last, vsphere-cloud.ready into --dir. It logs on stderr.
 //
 // Floor: a provider. Like a provider's own repository, it links no package
-// of this repository outside providers/, the driver SDK included;
-// testsupport/floors holds that.
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
 package main
 
 import (
