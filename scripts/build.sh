@@ -15,6 +15,7 @@ targets=(
   ./providers/reference/cmd/reference-ccm
   ./providers/reference/cmd/reference-cloud
   ./providers/reference/cmd/reference-cloud-driver
+  ./providers/reference/cmd/reference-node-manager
   ./providers/vsphere/cmd/vsphere-cloud
   ./providers/vsphere/cmd/vsphere-cloud-driver
 )

@@ -102,6 +102,9 @@ type defectCase struct {
 	// kind deploys the reference CCM's image on a new kind cluster
 	// (reference-kind.yaml, --backend kind) instead of the local one.
 	kind bool
+	// nodeManager runs reference-node-manager.yaml, a node manager beside
+	// each node, and gives the defects to the node managers, not the CCM.
+	nodeManager bool
 	// afterRun, when set, checks more of the run.
 	afterRun func(t *testing.T, artifacts string, res result)
 	failing  map[string][]string
@@ -130,6 +133,15 @@ func (tt defectCase) caseName() string { return tt.name }
 func defectCases() []defectCase {
 	nodeMsg := []string{"node ccm-node-"}
 	return []defectCase{
+		{
+			// The node managers initialize the nodes; the central CCM,
+			// correct, runs without its node controller.
+			name: "node manager with wrong zone", defects: "wrong-zone", nodeManager: true,
+			labelFilter: "InstancesV2 && !NodeIPAnnotation",
+			failing: map[string][]string{
+				"labels each node with its instance's zone and region": {"node ccm-node-", "topology.kubernetes.io/zone", "-wrong"},
+			},
+		},
 		{
 			name: "wrong zone and stale addresses", defects: "wrong-zone,stale-addresses",
 			labelFilter: "InstancesV2 && !NodeIPAnnotation",
@@ -294,6 +306,8 @@ func runDefectCaseOn(t *testing.T, tt defectCase, clusterDir string) {
 	case tt.image:
 		image, _ := testbin.ReferenceCCMImage(t)
 		profile = testbin.ReferenceImageProfile(t, t.TempDir(), binDir, image, extra, failFast)
+	case tt.nodeManager:
+		profile = testbin.ReferenceNodeManagerProfile(t, t.TempDir(), binDir, extra, failFast)
 	default:
 		profile = referenceProfile(t, t.TempDir(), extra, failFast)
 	}

@@ -45,6 +45,10 @@ current-context: dead
 		t.Fatal(err)
 	}
 	good := referenceProfile(t, t.TempDir(), nil, nil)
+	missingNodeManager := testbin.ReferenceNodeManagerProfile(t, t.TempDir(), binDir, nil, func(s string) string {
+		return strings.Replace(s, binDir+"/reference-node-manager", "/nonexistent/reference-node-manager", 1)
+	})
+	nodeManager := testbin.ReferenceNodeManagerProfile(t, t.TempDir(), binDir, nil, nil)
 
 	// A timeout written as a bare number.
 	noUnit := filepath.Join(dir, "no-unit.yaml")
@@ -100,6 +104,9 @@ current-context: dead
 		{"a Kubernetes version for an existing cluster", []string{"run", "--provider", good, "--kubeconfig", kubeconfig, "--kubernetes-version", "v1.36.3"},
 			[]string{"--kubernetes-version", "--kubeconfig", "existing"}},
 		{"missing CCM binary", []string{"run", "--provider", missingBinary}, []string{"ccm.binary.path", "/nonexistent/reference-ccm", "no such file"}},
+		{"missing node manager binary", []string{"run", "--provider", missingNodeManager}, []string{missingNodeManager, "ccm.nodeManager.path", "/nonexistent/reference-node-manager", "no such file"}},
+		{"node manager on kind", []string{"run", "--provider", nodeManager, "--backend", "kind"}, []string{nodeManager, "ccm.nodeManager", "kind backend's nodes are its own", "not supported yet"}},
+		{"node manager on an existing cluster", []string{"run", "--provider", nodeManager, "--kubeconfig", kubeconfig}, []string{nodeManager, "ccm.nodeManager", "nodes are its own", "not supported yet"}},
 		{"missing leader migration configuration", []string{"run", "--provider", missingMigrationConfig},
 			[]string{missingMigrationConfig, "leaderMigration.config", "no-such-migration.yaml", "no such file"}},
 		{"unreachable cluster", []string{"run", "--provider", good, "--kubeconfig", kubeconfig}, []string{"unreachable", deadAddr, kubeconfig}},

@@ -94,7 +94,16 @@ type Options struct {
 	// ProxySyncInterval is how often the simulated kube-proxy reconciles
 	// its listeners. Default 500ms.
 	ProxySyncInterval time.Duration
+	// Agent, if set, runs on every node while its kubelet does. Default
+	// none.
+	Agent Agent
 }
+
+// Agent starts what a provider runs on each node beside the kubelet, such
+// as its cloud node manager, and returns what stops it. It starts when the
+// kubelet starts or resumes and stops when the kubelet stops: a switched
+// off machine runs nothing. ctx carries the kubelet's logger.
+type Agent func(ctx context.Context, node string) (stop func(), err error)
 
 func (o Options) withDefaults() Options {
 	if o.HeartbeatInterval <= 0 {
@@ -130,6 +139,8 @@ type Kubelet struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	lastErr error
+	// stopAgent stops the running agent; nil when none runs.
+	stopAgent func()
 }
 
 // ParseNodeIPs validates a --node-ip value: one IP, or two of different
@@ -259,7 +270,10 @@ func (k *Kubelet) register(ctx context.Context) error {
 		return fmt.Errorf("registering node %s: %w", k.spec.Name, err)
 	}
 	k.log = logr.FromContextOrDiscard(ctx)
-	k.Resume()
+	if err := k.resume(); err != nil {
+		k.Stop()
+		return err
+	}
 	return nil
 }
 
@@ -287,35 +301,57 @@ func (k *Kubelet) LastError() error {
 // stays; kube-controller-manager marks it NotReady after its grace period.
 func (k *Kubelet) Stop() {
 	k.mu.Lock()
-	cancel, done := k.cancel, k.done
-	k.cancel, k.done = nil, nil
+	cancel, done, stopAgent := k.cancel, k.done, k.stopAgent
+	k.cancel, k.done, k.stopAgent = nil, nil, nil
 	k.mu.Unlock()
 	if cancel != nil {
 		cancel()
 		<-done
 	}
+	if stopAgent != nil {
+		stopAgent()
+	}
 }
 
-// Resume starts the heartbeats again, as when the machine boots.
+// Resume starts the heartbeats again, as when the machine boots, and the
+// node's agent. An agent that fails to start is the kubelet's LastError.
 func (k *Kubelet) Resume() {
+	if err := k.resume(); err != nil {
+		k.mu.Lock()
+		k.lastErr = err
+		k.mu.Unlock()
+		k.log.Error(err, "Starting the node's agent failed", "node", k.spec.Name)
+	}
+}
+
+func (k *Kubelet) resume() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cancel != nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), k.log))
 	k.cancel, k.done = cancel, make(chan struct{})
 	if k.watch == nil {
 		go k.heartbeat(ctx, k.done)
-		return
+	} else {
+		heartbeatDone, done := make(chan struct{}), k.done
+		go k.heartbeat(ctx, heartbeatDone)
+		go func() {
+			newProxy(k.spec.Name, k.watch).run(ctx, k.opts.ProxySyncInterval)
+			<-heartbeatDone
+			close(done)
+		}()
 	}
-	heartbeatDone, done := make(chan struct{}), k.done
-	go k.heartbeat(ctx, heartbeatDone)
-	go func() {
-		newProxy(k.spec.Name, k.watch).run(ctx, k.opts.ProxySyncInterval)
-		<-heartbeatDone
-		close(done)
-	}()
+	if k.opts.Agent == nil {
+		return nil
+	}
+	stop, err := k.opts.Agent(ctx, k.spec.Name)
+	if err != nil {
+		return fmt.Errorf("node %s: starting its agent: %w", k.spec.Name, err)
+	}
+	k.stopAgent = stop
+	return nil
 }
 
 func (k *Kubelet) heartbeat(ctx context.Context, done chan struct{}) {

@@ -3,9 +3,12 @@ package nodes
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,6 +161,51 @@ func TestKubeletHeartbeatsUntilStopped(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); err == nil {
 		t.Error("node still exists after Close")
+	}
+}
+
+// The node's agent runs while its kubelet does: it starts at registration
+// and on Resume, stops on Stop and on Remove, and an agent that cannot start
+// fails the registration, leaving no kubelet behind.
+func TestAgentRunsWhileTheKubeletDoes(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var events []string
+	record := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	agent := func(_ context.Context, node string) (func(), error) {
+		if node == "broken" {
+			return nil, errors.New("no such executable")
+		}
+		record("start " + node)
+		return func() { record("stop " + node) }, nil
+	}
+	client := fake.NewClientset()
+	pool := NewPool(client, Options{HeartbeatInterval: 20 * time.Millisecond, Agent: agent})
+	k, err := pool.Register(ctx, Spec{Name: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Stop()
+	k.Stop()
+	k.Resume()
+	k.Resume()
+	if err := pool.Remove(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Register(ctx, Spec{Name: "broken"}); err == nil || !strings.Contains(err.Error(), "node broken: starting its agent: no such executable") {
+		t.Errorf("Register with a failing agent: err = %v", err)
+	}
+	if _, ok := pool.Get("broken"); ok {
+		t.Error("the kubelet whose agent failed is in the pool")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"start n1", "stop n1", "start n1", "stop n1"}; !slices.Equal(events, want) {
+		t.Errorf("agent events %v, want %v", events, want)
 	}
 }
 

@@ -89,6 +89,23 @@ type CCM struct {
 	// Deployed is a CCM already running in the cluster under test (as a
 	// DaemonSet or Deployment); the harness only reads its logs.
 	Deployed *DeployedCCM `json:"deployed,omitempty"`
+	// NodeManager is a cloud node manager that initializes each node from
+	// the node itself, as Azure's cloud-node-manager does, while the CCM
+	// runs its other controllers: the harness runs one beside each
+	// simulated node (docs/profile.md, "A node manager per node").
+	NodeManager *NodeManager `json:"nodeManager,omitempty"`
+}
+
+// NodeManager is a provider's per-node agent, started from an executable
+// on this machine for each simulated node while its kubelet runs.
+type NodeManager struct {
+	// Path to the executable; relative to the profile's directory.
+	Path string `json:"path"`
+	// Args are passed as they are, after variable expansion. The harness
+	// adds --node-name=<the node> and --kubeconfig unless the args set them.
+	Args []string `json:"args,omitempty"`
+	// Env is added to the harness's own environment.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // DeployedCCM locates a CCM that runs in the cluster.
@@ -624,6 +641,9 @@ func (c *CCM) validate(path *field.Path) field.ErrorList {
 		}
 	}
 	sort.Strings(set)
+	if c.NodeManager != nil {
+		errs = append(errs, c.NodeManager.validate(path.Child("nodeManager"), c.Binary != nil)...)
+	}
 	switch {
 	case len(set) == 0:
 		return append(errs, field.Required(path.Child("binary"), "how to run the CCM under test (or ccm.image for a container image, ccm.deployed for one already in the cluster)"))
@@ -654,6 +674,22 @@ func (c *CCM) validate(path *field.Path) field.ErrorList {
 	errs = append(errs, validateVariables(bpath.Child("path"), []string{c.Binary.Path})...)
 	errs = append(errs, validateVariables(bpath.Child("args"), c.Binary.Args)...)
 	errs = append(errs, validateEnv(bpath.Child("env"), c.Binary.Env)...)
+	return errs
+}
+
+func (n *NodeManager) validate(path *field.Path, binaryCCM bool) field.ErrorList {
+	var errs field.ErrorList
+	if !binaryCCM {
+		// A node manager beside a container or a deployed CCM would run as
+		// a DaemonSet on the cluster's own nodes, which is not built yet.
+		errs = append(errs, field.Forbidden(path, "a node manager runs beside the simulated nodes of the local cluster, with ccm.binary; as a DaemonSet beside ccm.image or ccm.deployed it is not supported yet"))
+	}
+	if n.Path == "" {
+		errs = append(errs, field.Required(path.Child("path"), "the node manager's executable"))
+	}
+	errs = append(errs, validateVariables(path.Child("path"), []string{n.Path})...)
+	errs = append(errs, validateVariables(path.Child("args"), n.Args)...)
+	errs = append(errs, validateEnv(path.Child("env"), n.Env)...)
 	return errs
 }
 

@@ -100,6 +100,9 @@ func TestLoadValid(t *testing.T) {
 			if got, err := e.Expand(p.CCM.Binary.Args[1]); err != nil || got != "--cloud-config=/run/x/cloud.conf" {
 				t.Errorf("Expand = %q, %v", got, err)
 			}
+			if nm := p.CCM.NodeManager; nm == nil || p.ResolvePath(nm.Path) != filepath.Join(p.Dir, "../bin/node-manager") || len(nm.Args) != 1 || nm.Env["FULL_ENDPOINT"] == "" {
+				t.Errorf("NodeManager = %+v", nm)
+			}
 			if !strings.HasPrefix(p.Digest, "sha256:") || len(p.Digest) != len("sha256:")+64 {
 				t.Errorf("Digest = %q, want sha256:<64 hex digits>", p.Digest)
 			}
@@ -145,6 +148,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-image-files.yaml", []string{"ccm.image.files[0].content", "${ENDPOINT}", "ccm.image.files[1].path", "outside /tmp", "ccm.image.files[2].path: Duplicate", "ccm.image.files[3].path: Required value"}},
 		{"invalid-image-unknown-field.yaml", []string{`unknown field "ccm.image.ref"`}},
 		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
+		{"invalid-node-manager-image.yaml", []string{"ccm.nodeManager: Forbidden", "with ccm.binary", "not supported yet"}},
+		{"invalid-node-manager-no-path.yaml", []string{"ccm.nodeManager.path: Required value", "ccm.nodeManager.args", "${RUNDIR}"}},
 		{"invalid-binary-empty.yaml", []string{"ccm.binary.path: Required value", "ccm.binary.module"}},
 		{"invalid-module-and-path.yaml", []string{"ccm.binary.module: Forbidden", "ccm.binary.path and ccm.binary.module are exclusive"}},
 		{"invalid-module-latest.yaml", []string{"ccm.binary.module.version", `"latest"`, "never", "v1.36.0"}},

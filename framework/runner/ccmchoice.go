@@ -32,13 +32,22 @@ import (
 // profile (profile.CCM's Module, Field, HarnessStarts).
 
 // checkCCMInput refuses, before anything starts, a CCM the run could not
-// start: a ccm.binary.path that is no executable, or ccm.deployed on a
-// backend whose new cluster has no CCM deployed.
+// start: a ccm.binary.path that is no executable, ccm.deployed on a
+// backend whose new cluster has no CCM deployed, or ccm.nodeManager on a
+// backend whose nodes are not simulated.
 func checkCCMInput(p *profile.Profile, backend cluster.Backend) error {
 	if b := p.CCM.Binary; b != nil && b.Module == nil {
 		if err := checkExecutable(p.ResolvePath(b.Path)); err != nil {
 			return &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
 		}
+	}
+	if nm := p.CCM.NodeManager; nm != nil {
+		if err := checkExecutable(p.ResolvePath(nm.Path)); err != nil {
+			return &InputError{fmt.Errorf("profile %s: ccm.nodeManager.path: %w", p.Path, err)}
+		}
+	}
+	if backend != nil && p.CCM.NodeManager != nil && !backend.SimulatesNodes() {
+		return &InputError{fmt.Errorf("profile %s: ccm.nodeManager runs beside each simulated node, and the %s backend's nodes are its own; a node manager as a DaemonSet there is not supported yet", p.Path, backend.Name())}
 	}
 	if backend != nil && p.CCM.Deployed != nil && backend.SimulatesNodes() {
 		return &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; pass that cluster with --kubeconfig", p.Path, backend.Name())}
@@ -61,8 +70,9 @@ func inspectCCMImage(ctx context.Context, p *profile.Profile) (*ccm.ImageInfo, e
 }
 
 // recordCCMIdentity puts into the run's info what names the CCM that ran:
-// the executable with its digest and module, or the image with its digest.
-// A CCM already deployed is known by its pods only.
+// the executable with its digest and module, or the image with its digest,
+// and the node manager's executable with its digest. A CCM already
+// deployed is known by its pods only.
 func recordCCMIdentity(info *RunInfo, checked *Checked, log logr.Logger) {
 	if m := checked.Profile.CCM.Module(); m != nil {
 		log.Info(fmt.Sprintf("the CCM, built from %s@%s (ccm.binary.module): %s", m.Path, m.Version, checked.CCMBinary))
@@ -73,6 +83,10 @@ func recordCCMIdentity(info *RunInfo, checked *Checked, log logr.Logger) {
 	if img := checked.Image; img != nil {
 		info.CCMImage = img.Reference
 		info.CCMDigest = img.Digest()
+	}
+	if nm := checked.Profile.CCM.NodeManager; nm != nil {
+		info.NodeManagerBinary = checked.Profile.ResolvePath(nm.Path)
+		info.NodeManagerDigest, _ = filehash.Digest(info.NodeManagerBinary)
 	}
 }
 

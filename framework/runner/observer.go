@@ -50,6 +50,10 @@ type RunInfo struct {
 	CCMModuleSum     string `json:"ccmModuleSum,omitempty"`
 	CCMCloudProvider string `json:"ccmCloudProvider,omitempty"`
 	CCMGoVersion     string `json:"ccmGoVersion,omitempty"`
+	// NodeManagerBinary is the executable of ccm.nodeManager and
+	// NodeManagerDigest its sha256; empty for a profile without one.
+	NodeManagerBinary string `json:"nodeManagerBinary,omitempty"`
+	NodeManagerDigest string `json:"nodeManagerDigest,omitempty"`
 	// RunID tells this run's containers from others': they carry the
 	// label ccm-conformance.run=RunID.
 	RunID string `json:"runID,omitempty"`

@@ -38,6 +38,7 @@ func (w *world) registerNodes(ctx context.Context, sim cluster.NodeSimulator) er
 		KubeletVersion:    sim.KubeletVersion(),
 		HeartbeatInterval: sim.NodeHeartbeatInterval(),
 		ServeNodePorts:    true,
+		Agent:             w.nodeManagerAgent(),
 	})
 	w.machines = framework.NewMachines(w.driver, w.kubelets, w.profile.Cluster.IPFamilies, w.watch)
 	w.onTeardown("remove simulated nodes", func(ctx context.Context) error {

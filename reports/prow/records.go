@@ -94,6 +94,11 @@ const (
 	// MetaCCMGoVersion is the Go release that built the CCM executable
 	// (go1.26.8).
 	MetaCCMGoVersion = "ccm-go-version"
+	// MetaNodeManagerBinary is the node manager executable of a profile
+	// with ccm.nodeManager, and MetaNodeManagerDigest its sha256
+	// ("sha256:<hex>"); missing for a profile without one.
+	MetaNodeManagerBinary = "node-manager-binary"
+	MetaNodeManagerDigest = "node-manager-digest"
 )
 
 // Keys other writers of a run directory add. Every metadata key is spelled

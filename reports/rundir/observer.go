@@ -151,6 +151,8 @@ func runMetadata(info runner.RunInfo) map[string]any {
 	set(prow.MetaCCMModuleSum, info.CCMModuleSum)
 	set(prow.MetaCCMCloudProvider, info.CCMCloudProvider)
 	set(prow.MetaCCMGoVersion, info.CCMGoVersion)
+	set(prow.MetaNodeManagerBinary, info.NodeManagerBinary)
+	set(prow.MetaNodeManagerDigest, info.NodeManagerDigest)
 	set(prow.MetaLabelFilter, info.LabelFilter)
 	if info.Seed != 0 {
 		set(prow.MetaSeed, strconv.FormatInt(info.Seed, 10))

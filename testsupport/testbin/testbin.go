@@ -29,6 +29,7 @@ var ReferenceProvider = []string{
 	"./providers/reference/cmd/reference-ccm",
 	"./providers/reference/cmd/reference-cloud",
 	"./providers/reference/cmd/reference-cloud-driver",
+	"./providers/reference/cmd/reference-node-manager",
 }
 
 // VSphereProvider are the packages of the vSphere provider's simulator and
@@ -177,6 +178,29 @@ func ReferenceImageProfile(t testing.TB, dir, binDir, image string, extraCCMArgs
 func ReferenceKindProfile(t testing.TB, dir, binDir, image string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
 	return imageProfile(t, "reference-kind.yaml", dir, binDir, image, extraCCMArgs, mutate)
+}
+
+// ReferenceNodeManagerProfile is ReferenceProfile for
+// reference-node-manager.yaml, the reference CCM without its node
+// controller and a reference-node-manager beside each node:
+// extraNodeManagerArgs are added to the node manager's args.
+func ReferenceNodeManagerProfile(t testing.TB, dir, binDir string, extraNodeManagerArgs []string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, "reference-node-manager.yaml", dir, binDir, nil, func(s string) string {
+		anchor := "    path: " + binDir + "/reference-node-manager\n    args:\n"
+		if !strings.Contains(s, anchor) {
+			t.Fatalf("reference-node-manager.yaml has no node manager args to add to (%q)", anchor)
+		}
+		var extra strings.Builder
+		for _, a := range extraNodeManagerArgs {
+			fmt.Fprintf(&extra, "      - %s\n", a)
+		}
+		s = strings.Replace(s, anchor, anchor+extra.String(), 1)
+		if mutate != nil {
+			s = mutate(s)
+		}
+		return s
+	})
 }
 
 // imageProfile writes a profile of the tree that runs the reference CCM's
