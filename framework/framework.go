@@ -61,6 +61,15 @@ type CCMLogs interface {
 	Log(ctx context.Context) (string, error)
 }
 
+// CCMEnded is implemented by the CCMLogs of a CCM the harness runs as a
+// process or a container beside the cluster.
+type CCMEnded interface {
+	// EndedOnItsOwn describes how the CCM ended when nothing stopped it
+	// (its exit and last log lines), or is nil while it runs or while a
+	// spec has stopped it.
+	EndedOnItsOwn() error
+}
+
 // Framework is what a spec sees of the run.
 type Framework struct {
 	// Profile is the provider profile of this run.

@@ -18,4 +18,9 @@ const (
 	// spec (a message; framework/runner), so that the failure counts
 	// against the driver, not the CCM.
 	EntryDriverFault = "cloud-driver-fault"
+	// EntryCCMEnded says, in a failed spec, that the CCM under test had
+	// ended when nothing stopped it (a message: how, and its last log
+	// lines; framework/runner), so that the failure reads as a CCM that
+	// is gone rather than one that does not act.
+	EntryCCMEnded = "ccm-ended"
 )

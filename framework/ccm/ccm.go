@@ -141,6 +141,15 @@ func (p *Process) Exited() bool {
 	return done
 }
 
+// ExitError describes how the CCM ended, with its command line and last
+// log lines, or is nil while it runs.
+func (p *Process) ExitError() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.proc.ExitError()
+}
+
 // WaitReady waits until /healthz answers 200. It fails at once, quoting the
 // CCM's last log lines, if the process exits first.
 func (p *Process) WaitReady(ctx context.Context, timeout, interval time.Duration) error {

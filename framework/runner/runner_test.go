@@ -128,6 +128,20 @@ func TestResultFromDriverFaults(t *testing.T) {
 	}
 }
 
+// A spec that failed while the CCM under test was gone says so on its
+// line, after its own message; it is still the CCM's failure.
+func TestResultFromCCMEnded(t *testing.T) {
+	s := spec("initializes a node", types.SpecStateFailed, "node n1: expected no uninitialized taint")
+	s.ReportEntries = append(s.ReportEntries, types.ReportEntry{Name: labels.EntryCCMEnded, Value: types.WrapEntryValue("ccm exit status 255 (command: reference-ccm); last log lines:\nF1206 error running controllers")})
+	res := resultFrom(types.Report{SpecReports: types.SpecReports{s}}, "")
+	if res.Failed != 1 || len(res.DriverFailures) != 0 {
+		t.Fatalf("result = %+v, want one failure, the CCM's", res)
+	}
+	if want := "initializes a node: node n1: expected no uninitialized taint (the CCM under test had ended: ccm exit status 255 (command: reference-ccm); last log lines: …)"; !strings.HasSuffix(res.Failures[0], want) {
+		t.Errorf("failure line = %q, want it to end %q", res.Failures[0], want)
+	}
+}
+
 func TestErrorClass(t *testing.T) {
 	tests := []struct {
 		err  error

@@ -63,6 +63,7 @@ func (sr specRun) run(f *framework.Framework) types.Report {
 		ginkgo.ReportAfterEach(func(s ginkgo.SpecReport) { sr.printSpec(s) })
 	}
 	sr.attributeDriverFaults(f)
+	sr.attributeCCMEnd(f)
 	ginkgo.BeforeEach(f.SkipUnlessCapable)
 	ginkgo.BeforeEach(f.SkipOutsideVersionRange)
 	declareSuites(f, sr.suites)
@@ -113,15 +114,37 @@ func (sr specRun) attributeDriverFaults(f *framework.Framework) {
 	})
 }
 
-// driverFault returns the labels.EntryDriverFault of a spec, or "".
-func driverFault(s types.SpecReport) string {
+// attributeCCMEnd marks each failed spec that ended with the CCM under test
+// gone, though nothing stopped it, with a labels.EntryCCMEnded: the
+// spec's own message then describes a CCM that did not act, and this says
+// why.
+func (sr specRun) attributeCCMEnd(f *framework.Framework) {
+	ended, ok := f.CCM.(framework.CCMEnded)
+	if !ok {
+		return
+	}
+	ginkgo.ReportAfterEach(func(s ginkgo.SpecReport) {
+		if !s.State.Is(types.SpecStateFailureStates) {
+			return
+		}
+		if err := ended.EndedOnItsOwn(); err != nil {
+			ginkgo.AddReportEntry(labels.EntryCCMEnded, err.Error(), ginkgo.ReportEntryVisibilityFailureOrVerbose)
+		}
+	})
+}
+
+// entry returns the report entry of that name of a spec, or "".
+func entry(s types.SpecReport, name string) string {
 	for _, e := range s.ReportEntries {
-		if e.Name == labels.EntryDriverFault {
+		if e.Name == name {
 			return e.StringRepresentation()
 		}
 	}
 	return ""
 }
+
+// driverFault returns the labels.EntryDriverFault of a spec, or "".
+func driverFault(s types.SpecReport) string { return entry(s, labels.EntryDriverFault) }
 
 // printSpec prints one line for a spec this lane ran, and the failure in
 // full: ginkgo's own reporter is quiet in lanes.
@@ -188,6 +211,10 @@ func resultFrom(report types.Report, labelFilter string) *Result {
 				if res.DriverFault == "" {
 					res.DriverFault = oneLine(fault)
 				}
+				continue
+			}
+			if end := entry(s, labels.EntryCCMEnded); end != "" {
+				res.Failures = append(res.Failures, fmt.Sprintf("%s: %s (the CCM under test had ended: %s)", s.FullText(), oneLine(s.Failure.Message), oneLine(end)))
 				continue
 			}
 			res.Failures = append(res.Failures, fmt.Sprintf("%s: %s", s.FullText(), oneLine(s.Failure.Message)))

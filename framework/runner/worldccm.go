@@ -333,6 +333,8 @@ func containerNameFor(parts ...string) string {
 type mainCCM struct {
 	mu      sync.Mutex
 	current *ccm.Process
+	// stopped is set while a spec (or the teardown) has stopped it.
+	stopped bool
 }
 
 func (m *mainCCM) get() *ccm.Process {
@@ -344,12 +346,29 @@ func (m *mainCCM) get() *ccm.Process {
 func (m *mainCCM) set(p *ccm.Process) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.current = p
+	m.current, m.stopped = p, false
 }
 
 func (m *mainCCM) Log(ctx context.Context) (string, error) { return m.get().Log(ctx) }
 
-func (m *mainCCM) Stop(ctx context.Context) error { return m.get().Stop(ctx) }
+func (m *mainCCM) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	m.stopped = true
+	p := m.current
+	m.mu.Unlock()
+	return p.Stop(ctx)
+}
+
+// EndedOnItsOwn implements framework.CCMEnded.
+func (m *mainCCM) EndedOnItsOwn() error {
+	m.mu.Lock()
+	p, stopped := m.current, m.stopped
+	m.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	return p.ExitError()
+}
 
 // ccmInstances implements framework.CCMs for a processCCM.
 type ccmInstances struct{ l *processCCM }

@@ -2,10 +2,15 @@ package runner
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
@@ -71,5 +76,42 @@ func TestChooseCCM(t *testing.T) {
 				t.Errorf("records the nodes awaiting the CCM: %v, want %v", ok, tt.wantAwaiting)
 			}
 		})
+	}
+}
+
+// The main CCM tells a process that ended on its own from one a spec
+// stopped, and a restarted one runs again.
+func TestMainCCMEndedOnItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	start := func(path string) *ccm.Process {
+		p, err := ccm.StartBinary(ccm.BinaryOptions{Path: path, Kubeconfig: "kubeconfig", LogPath: filepath.Join(dir, "ccm.log")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+		return p
+	}
+	m := &mainCCM{current: start("/bin/false")}
+	deadline := time.Now().Add(time.Minute)
+	for !m.get().Exited() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := m.EndedOnItsOwn(); err == nil || !strings.Contains(err.Error(), "exit status 1") {
+		t.Errorf("a CCM that exited: EndedOnItsOwn() = %v, want its exit status", err)
+	}
+	sleeper := filepath.Join(dir, "sleeper")
+	if err := os.WriteFile(sleeper, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.set(start(sleeper))
+	time.Sleep(100 * time.Millisecond)
+	if err := m.EndedOnItsOwn(); err != nil {
+		t.Errorf("a running CCM: EndedOnItsOwn() = %v", err)
+	}
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EndedOnItsOwn(); err != nil {
+		t.Errorf("a CCM a spec stopped: EndedOnItsOwn() = %v", err)
 	}
 }
