@@ -106,6 +106,7 @@ current-context: dead
 		{"missing CCM binary", []string{"run", "--provider", missingBinary}, []string{"ccm.binary.path", "/nonexistent/reference-ccm", "no such file"}},
 		{"missing node manager binary", []string{"run", "--provider", missingNodeManager}, []string{missingNodeManager, "ccm.nodeManager.path", "/nonexistent/reference-node-manager", "no such file"}},
 		{"node manager on kind", []string{"run", "--provider", nodeManager, "--backend", "kind"}, []string{nodeManager, "ccm.nodeManager", "kind backend's nodes are its own", "not supported yet"}},
+		{"list: node manager on kind", []string{"list", "--provider", nodeManager, "--backend", "kind"}, []string{nodeManager, "ccm.nodeManager", "kind backend's nodes are its own"}},
 		{"node manager on an existing cluster", []string{"run", "--provider", nodeManager, "--kubeconfig", kubeconfig}, []string{nodeManager, "ccm.nodeManager", "nodes are its own", "not supported yet"}},
 		{"missing leader migration configuration", []string{"run", "--provider", missingMigrationConfig},
 			[]string{missingMigrationConfig, "leaderMigration.config", "no-such-migration.yaml", "no such file"}},

@@ -46,11 +46,21 @@ func checkCCMInput(p *profile.Profile, backend cluster.Backend) error {
 			return &InputError{fmt.Errorf("profile %s: ccm.nodeManager.path: %w", p.Path, err)}
 		}
 	}
-	if backend != nil && p.CCM.NodeManager != nil && !backend.SimulatesNodes() {
-		return &InputError{fmt.Errorf("profile %s: ccm.nodeManager runs beside each simulated node, and the %s backend's nodes are its own; a node manager as a DaemonSet there is not supported yet", p.Path, backend.Name())}
+	if backend == nil {
+		return nil
 	}
-	if backend != nil && p.CCM.Deployed != nil && backend.SimulatesNodes() {
-		return &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; pass that cluster with --kubeconfig", p.Path, backend.Name())}
+	return checkCCMOnBackend(p, backend.Name(), backend.SimulatesNodes())
+}
+
+// checkCCMOnBackend refuses a CCM the named backend cannot run: a node
+// manager where the nodes are not simulated, a deployed CCM where the
+// backend makes a new cluster of simulated nodes. list foresees the same.
+func checkCCMOnBackend(p *profile.Profile, backend string, simulatesNodes bool) error {
+	if p.CCM.NodeManager != nil && !simulatesNodes {
+		return &InputError{fmt.Errorf("profile %s: ccm.nodeManager runs beside each simulated node, and the %s backend's nodes are its own; a node manager as a DaemonSet there is not supported yet", p.Path, backend)}
+	}
+	if p.CCM.Deployed != nil && simulatesNodes {
+		return &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; name the cluster it runs in (run --kubeconfig, list --backend kubeconfig)", p.Path, backend)}
 	}
 	return nil
 }

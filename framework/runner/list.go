@@ -89,6 +89,10 @@ func ListForProfile(ctx context.Context, opts ListOptions) (*ProfileListing, err
 		return nil, err
 	}
 	p := checked.Profile
+	// Of the harness's backends, only the local cluster simulates its nodes.
+	if err := checkCCMOnBackend(p, opts.Backend, opts.Backend == labels.BackendLocal); err != nil {
+		return nil, err
+	}
 	// The probe world: the profile and what the driver said it can do;
 	// every call fails, every client is missing.
 	f := &framework.Framework{Profile: p, ClusterCIDRs: p.Cluster.ClusterCIDRs}
