@@ -15,6 +15,8 @@ go vet ./... ./driversdk/...
 # The providers' module on its own, without go.work: what links anything
 # of the harness or the SDK does not build here (providers/go.mod).
 (cd providers && GOWORK=off go vet ./...)
+# The providers' module is tidy: what it imports, it requires directly.
+(cd providers && GOWORK=off go mod tidy -diff)
 # The staging modules at kubeversion.Pinned's release, and no replace
 # directive (scripts/update-k8s-deps.sh).
 go test ./kubeversion/ -run TestPinnedMatchesGoMod

@@ -58,10 +58,10 @@ func TestDescribeBuild(t *testing.T) {
 			bi: &debug.BuildInfo{
 				GoVersion: "go1.26.8",
 				Path:      "github.com/ccm-conformance/ccm-conformance/providers/reference/cmd/reference-ccm",
-				Main:      debug.Module{Path: "github.com/ccm-conformance/ccm-conformance", Version: "(devel)"},
+				Main:      debug.Module{Path: "github.com/ccm-conformance/ccm-conformance/providers", Version: "(devel)"},
 				Deps:      []*debug.Module{{Path: CloudProviderModule, Version: "v0.37.2", Sum: cpSum}},
 			},
-			want: BinaryInfo{Module: "github.com/ccm-conformance/ccm-conformance@(devel)", CloudProvider: "v0.37.2", GoVersion: "go1.26.8"},
+			want: BinaryInfo{Module: "github.com/ccm-conformance/ccm-conformance/providers@(devel)", CloudProvider: "v0.37.2", GoVersion: "go1.26.8"},
 		},
 		{
 			name: "a replaced main package's module and cloud-provider under another path",

@@ -134,13 +134,21 @@ type Kubelet struct {
 	// log is the logger of the context the kubelet registered with, which
 	// its heartbeats and kube-proxy log to.
 	log logr.Logger
+	// registered is set once register has created (or adopted) the Node.
+	registered bool
+
+	// lifecycle is held by Stop and Resume for their whole course, so
+	// that a Resume never starts an agent beside one a Stop is stopping.
+	lifecycle sync.Mutex
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
 	done    chan struct{}
 	lastErr error
-	// stopAgent stops the running agent; nil when none runs.
+	// stopAgent stops the running agent; nil when none runs. agentErr is
+	// why the agent did not start on the last Resume.
 	stopAgent func()
+	agentErr  error
 }
 
 // ParseNodeIPs validates a --node-ip value: one IP, or two of different
@@ -269,6 +277,7 @@ func (k *Kubelet) register(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering node %s: %w", k.spec.Name, err)
 	}
+	k.registered = true
 	k.log = logr.FromContextOrDiscard(ctx)
 	if err := k.resume(); err != nil {
 		k.Stop()
@@ -290,16 +299,23 @@ func (k *Kubelet) Running() bool {
 	return k.cancel != nil
 }
 
-// LastError is the last heartbeat failure, if any.
+// LastError is why the node's agent did not start, else the last
+// heartbeat failure, if any.
 func (k *Kubelet) LastError() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.agentErr != nil {
+		return k.agentErr
+	}
 	return k.lastErr
 }
 
-// Stop ends the heartbeats, as when the machine is switched off. The Node
-// stays; kube-controller-manager marks it NotReady after its grace period.
+// Stop ends the heartbeats and the node's agent, as when the machine is
+// switched off. The Node stays; kube-controller-manager marks it NotReady
+// after its grace period.
 func (k *Kubelet) Stop() {
+	k.lifecycle.Lock()
+	defer k.lifecycle.Unlock()
 	k.mu.Lock()
 	cancel, done, stopAgent := k.cancel, k.done, k.stopAgent
 	k.cancel, k.done, k.stopAgent = nil, nil, nil
@@ -317,14 +333,15 @@ func (k *Kubelet) Stop() {
 // node's agent. An agent that fails to start is the kubelet's LastError.
 func (k *Kubelet) Resume() {
 	if err := k.resume(); err != nil {
-		k.mu.Lock()
-		k.lastErr = err
-		k.mu.Unlock()
 		k.log.Error(err, "Starting the node's agent failed", "node", k.spec.Name)
 	}
 }
 
+// resume starts the heartbeats and the agent; the agent's failure is kept
+// for LastError and returned.
 func (k *Kubelet) resume() error {
+	k.lifecycle.Lock()
+	defer k.lifecycle.Unlock()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cancel != nil {
@@ -348,9 +365,10 @@ func (k *Kubelet) resume() error {
 	}
 	stop, err := k.opts.Agent(ctx, k.spec.Name)
 	if err != nil {
-		return fmt.Errorf("node %s: starting its agent: %w", k.spec.Name, err)
+		k.agentErr = fmt.Errorf("node %s: starting its agent: %w", k.spec.Name, err)
+		return k.agentErr
 	}
-	k.stopAgent = stop
+	k.stopAgent, k.agentErr = stop, nil
 	return nil
 }
 

@@ -202,6 +202,9 @@ func TestAgentRunsWhileTheKubeletDoes(t *testing.T) {
 	if _, ok := pool.Get("broken"); ok {
 		t.Error("the kubelet whose agent failed is in the pool")
 	}
+	if _, err := client.CoreV1().Nodes().Get(ctx, "broken", metav1.GetOptions{}); err == nil {
+		t.Error("the Node whose agent failed to start is still there")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if want := []string{"start n1", "stop n1", "start n1", "stop n1"}; !slices.Equal(events, want) {

@@ -54,6 +54,10 @@ func (p *Pool) Register(ctx context.Context, spec Spec) (*Kubelet, error) {
 		p.mu.Lock()
 		delete(p.kubelets, spec.Name)
 		p.mu.Unlock()
+		if k.registered {
+			// The machine did not come up whole: its Node goes too.
+			err = errors.Join(err, p.Remove(ctx, spec.Name))
+		}
 		return nil, err
 	}
 	return k, nil

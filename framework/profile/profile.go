@@ -687,6 +687,11 @@ func (n *NodeManager) validate(path *field.Path, binaryCCM bool) field.ErrorList
 	if n.Path == "" {
 		errs = append(errs, field.Required(path.Child("path"), "the node manager's executable"))
 	}
+	for i, a := range n.Args {
+		if a == "--node-name" || strings.HasPrefix(a, "--node-name=") {
+			errs = append(errs, field.Forbidden(path.Child("args").Index(i), "the harness gives each node's manager --node-name itself; one set here would make every node's manager manage the same node"))
+		}
+	}
 	errs = append(errs, validateVariables(path.Child("path"), []string{n.Path})...)
 	errs = append(errs, validateVariables(path.Child("args"), n.Args)...)
 	errs = append(errs, validateEnv(path.Child("env"), n.Env)...)

@@ -149,6 +149,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-image-unknown-field.yaml", []string{`unknown field "ccm.image.ref"`}},
 		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
 		{"invalid-node-manager-image.yaml", []string{"ccm.nodeManager: Forbidden", "with ccm.binary", "not supported yet"}},
+		{"invalid-node-manager-node-name.yaml", []string{"ccm.nodeManager.args[1]: Forbidden", "--node-name itself"}},
 		{"invalid-node-manager-no-path.yaml", []string{"ccm.nodeManager.path: Required value", "ccm.nodeManager.args", "${RUNDIR}"}},
 		{"invalid-binary-empty.yaml", []string{"ccm.binary.path: Required value", "ccm.binary.module"}},
 		{"invalid-module-and-path.yaml", []string{"ccm.binary.module: Forbidden", "ccm.binary.path and ccm.binary.module are exclusive"}},

@@ -96,7 +96,7 @@ func recordCCMIdentity(info *RunInfo, checked *Checked, log logr.Logger) {
 	}
 	if nm := checked.Profile.CCM.NodeManager; nm != nil {
 		info.NodeManagerBinary = checked.Profile.ResolvePath(nm.Path)
-		info.NodeManagerDigest, _ = filehash.Digest(info.NodeManagerBinary)
+		info.NodeManagerDigest, _ = filehash.Digest(executableFile(info.NodeManagerBinary))
 	}
 }
 
@@ -170,16 +170,23 @@ func CCMModuleRequest(p *profile.Profile) (ccmbuild.Request, error) {
 	return req, nil
 }
 
+// executableFile is the file an executable's path names: the path, or for
+// a bare name the file PATH finds ("" if none).
+func executableFile(path string) string {
+	if strings.Contains(path, "/") {
+		return path
+	}
+	file, _ := exec.LookPath(path)
+	return file
+}
+
 // recordCCMBinary puts what names the CCM executable at path into the
 // run's info: its digest and what its Go build info says of the module it
 // was built from. A binary without Go build info (not a Go program) is
 // said in the log, and its module keys stay empty.
 func recordCCMBinary(info *RunInfo, path string, log logr.Logger) {
 	info.CCMBinary = path
-	file := path
-	if !strings.Contains(path, "/") {
-		file, _ = exec.LookPath(path)
-	}
+	file := executableFile(path)
 	info.CCMDigest, _ = filehash.Digest(file)
 	bi, err := ccm.ReadBinaryInfo(file)
 	if err != nil {

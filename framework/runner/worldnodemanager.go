@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 	"github.com/ccm-conformance/ccm-conformance/framework/internal/proc"
@@ -38,7 +39,17 @@ func (w *world) nodeManagerAgent() nodes.Agent {
 			return nil, err
 		}
 		w.logf("started the node manager of %s (pid %d): %s", node, p.Pid(), proc.CommandLine(command))
+		// A node manager that ends on its own leaves its node to nobody:
+		// the run says so with its last log lines, not only its log file.
+		var stopping atomic.Bool
+		go func() {
+			<-p.Done()
+			if !stopping.Load() {
+				w.logf("the node manager of %s ended on its own: %v", node, p.ExitError())
+			}
+		}()
 		return func() {
+			stopping.Store(true)
 			if err := p.Stop(context.Background(), ccm.StopGrace); err != nil {
 				w.logf("stopping the node manager of %s: %v", node, err)
 			}

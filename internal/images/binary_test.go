@@ -59,12 +59,12 @@ func TestBinaryInfoFrom(t *testing.T) {
 			name: "a build in its own checkout: vcs.revision, no version",
 			bi: buildinfo.BuildInfo{
 				Path:     "github.com/ccm-conformance/ccm-conformance/providers/reference/cmd/reference-ccm",
-				Main:     debug.Module{Path: "github.com/ccm-conformance/ccm-conformance", Version: "(devel)"},
+				Main:     debug.Module{Path: "github.com/ccm-conformance/ccm-conformance/providers", Version: "(devel)"},
 				Settings: settings("GOARCH", "amd64", "GOOS", "linux", "vcs", "git", "vcs.revision", strings.Repeat("ab", 20), "vcs.modified", "false"),
 			},
 			want: BinaryInfo{
 				Package: "github.com/ccm-conformance/ccm-conformance/providers/reference/cmd/reference-ccm",
-				Module:  "github.com/ccm-conformance/ccm-conformance", Revision: strings.Repeat("ab", 20),
+				Module:  "github.com/ccm-conformance/ccm-conformance/providers", Revision: strings.Repeat("ab", 20),
 				Source: "https://github.com/ccm-conformance/ccm-conformance", GOOS: "linux", GOARCH: "amd64",
 			},
 		},

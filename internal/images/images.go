@@ -297,8 +297,10 @@ func goBuild(ctx context.Context, opts Options, dir string) error {
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+opts.Arch)
 	// The reference provider's packages are in a module of their own
 	// (providers/go.mod) that the checkout's go.work joins to the harness.
-	if work, err := filepath.Abs(filepath.Join(opts.RepoDir, "go.work")); err == nil && isFile(work) {
-		env = append(env, "GOWORK="+work)
+	if work, err := filepath.Abs(filepath.Join(opts.RepoDir, "go.work")); err == nil {
+		if info, err := os.Stat(work); err == nil && info.Mode().IsRegular() {
+			env = append(env, "GOWORK="+work)
+		}
 	}
 	if _, err := run(ctx, opts.RepoDir, env, command); err != nil {
 		return err
@@ -497,10 +499,4 @@ func run(ctx context.Context, dir string, env []string, args []string) (string, 
 		return out.String(), &command.Error{Command: command.Line(args[0], nil, args[1:]), Dir: dir, Output: command.Tail(out.String(), outputTail), Err: err}
 	}
 	return out.String(), nil
-}
-
-// isFile says whether path names a regular file.
-func isFile(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && info.Mode().IsRegular()
 }

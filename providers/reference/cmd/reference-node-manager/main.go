@@ -70,6 +70,9 @@ func parseFlags(args []string) (flags, error) {
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments %q: everything is a flag", fs.Args())
+	}
 	if f.nodeName == "" {
 		return f, errors.New("--node-name is required")
 	}
@@ -92,16 +95,27 @@ func main() {
 	defer stop()
 	if err := run(ctx, f); err != nil {
 		klog.ErrorS(err, "Node manager failed", "node", f.nodeName)
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+		code := 1
+		var bad badInput
+		if errors.As(err, &bad) {
+			code = 2
+		}
+		klog.FlushAndExit(klog.ExitFlushTimeout, code)
 	}
 	klog.Flush()
 }
+
+// badInput is an error in what the node manager was given (a kubeconfig
+// or cloud config it cannot read or use): it exits 2, as for a bad flag.
+type badInput struct{ error }
+
+func (b badInput) Unwrap() error { return b.error }
 
 // run initializes and updates f.nodeName until ctx ends.
 func run(ctx context.Context, f flags) error {
 	config, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return badInput{fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)}
 	}
 	config = rest.CopyConfig(config)
 	config.UserAgent = "reference-node-manager/" + f.nodeName
@@ -113,14 +127,14 @@ func run(ctx context.Context, f flags) error {
 	if f.cloudConfig != "" {
 		file, err := os.Open(f.cloudConfig)
 		if err != nil {
-			return fmt.Errorf("--cloud-config: %w", err)
+			return badInput{fmt.Errorf("--cloud-config: %w", err)}
 		}
 		defer file.Close()
 		cloudConfig = file
 	}
 	provider, err := cloud.New(cloudConfig, *f.reference)
 	if err != nil {
-		return err
+		return badInput{err}
 	}
 	provider.Initialize(clientbuilder.SimpleControllerClientBuilder{ClientConfig: config}, ctx.Done())
 
