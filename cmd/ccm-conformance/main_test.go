@@ -129,3 +129,18 @@ func oneLine(t *testing.T, s string) {
 }
 
 func shortTempDir(t testing.TB) string { return testbin.ShortTempDir(t) }
+
+// checkPassed fails t for each of wants that no spec in passed (the names
+// of the passed specs) contains.
+func checkPassed(t *testing.T, passed map[string]bool, where string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		found := false
+		for name := range passed {
+			found = found || strings.Contains(name, want)
+		}
+		if !found {
+			t.Errorf("no passed spec %q %s", want, where)
+		}
+	}
+}

@@ -191,11 +191,7 @@ func ReferenceNodeManagerProfile(t testing.TB, dir, binDir string, extraNodeMana
 		if !strings.Contains(s, anchor) {
 			t.Fatalf("reference-node-manager.yaml has no node manager args to add to (%q)", anchor)
 		}
-		var extra strings.Builder
-		for _, a := range extraNodeManagerArgs {
-			fmt.Fprintf(&extra, "      - %s\n", a)
-		}
-		s = strings.Replace(s, anchor, anchor+extra.String(), 1)
+		s = addArgs(s, anchor, extraNodeManagerArgs)
 		if mutate != nil {
 			s = mutate(s)
 		}
@@ -220,6 +216,16 @@ func imageProfile(t testing.TB, file, dir, binDir, image string, extraCCMArgs []
 	})
 }
 
+// addArgs puts args, as items of a YAML list of args, after the first
+// anchor in text.
+func addArgs(text, anchor string, args []string) string {
+	var extra strings.Builder
+	for _, a := range args {
+		fmt.Fprintf(&extra, "      - %s\n", a)
+	}
+	return strings.Replace(text, anchor, anchor+extra.String(), 1)
+}
+
 func writeProfile(t testing.TB, file, dir, binDir string, extraCCMArgs []string, mutate func(string) string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(RepoRoot(), "providers", "profiles", file))
@@ -229,12 +235,7 @@ func writeProfile(t testing.TB, file, dir, binDir string, extraCCMArgs []string,
 	text := strings.ReplaceAll(string(data), "../../bin/", binDir+"/")
 	// Files the reference provider ships stay where they are in the tree.
 	text = strings.ReplaceAll(text, "../reference/", filepath.Join(RepoRoot(), "providers", "reference")+"/")
-	const anchor = "      - --cloud-provider=reference\n"
-	var extra strings.Builder
-	for _, a := range extraCCMArgs {
-		fmt.Fprintf(&extra, "      - %s\n", a)
-	}
-	text = strings.Replace(text, anchor, anchor+extra.String(), 1)
+	text = addArgs(text, "      - --cloud-provider=reference\n", extraCCMArgs)
 	if mutate != nil {
 		text = mutate(text)
 	}
