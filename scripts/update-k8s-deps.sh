@@ -25,9 +25,15 @@ staging_version="v0.${version#v1.}"
 # The staging modules go.mod requires today, directly or not: the
 # kubeversion package's list of staging modules decides which k8s.io
 # modules move with the release (klog, utils and kube-openapi do not).
-mapfile -t staging < <(go list -m -f '{{.Path}}' all | grep '^k8s\.io/' | while read -r mod; do
-  if grep -q "\"${mod}\": true" kubeversion/cases.go; then echo "${mod}"; fi
-done)
+# staging_modules lists the staging modules among the k8s.io modules of
+# the module graph of the current directory; $1 is kubeversion/cases.go.
+staging_modules() {
+  go list -m -f '{{.Path}}' all | grep '^k8s\.io/' | while read -r mod; do
+    if grep -q "\"${mod}\": true" "$1"; then echo "${mod}"; fi
+  done
+}
+
+mapfile -t staging < <(staging_modules kubeversion/cases.go)
 if [[ ${#staging[@]} -eq 0 ]]; then
   echo "error: go.mod requires no staging module; is this the ccm-conformance module?" >&2
   exit 2
@@ -41,9 +47,7 @@ scripts/gomod.sh mod tidy
 # The providers' module (providers/go.mod) links the same staging modules
 # and moves with them; it requires nothing unpublished, so the go command
 # runs there as it is.
-mapfile -t provider_staging < <(cd providers && GOWORK=off go list -m -f '{{.Path}}' all | grep '^k8s\.io/' | while read -r mod; do
-  if grep -q "\"${mod}\": true" ../kubeversion/cases.go; then echo "${mod}"; fi
-done)
+mapfile -t provider_staging < <(cd providers && GOWORK=off staging_modules ../kubeversion/cases.go)
 (cd providers && GOWORK=off GOFLAGS="${GOFLAGS} -mod=mod" go get "${provider_staging[@]/%/@${staging_version}}" && GOWORK=off go mod tidy)
 go test ./kubeversion/
 echo "pinned Kubernetes ${version}: ${staging[*]} at ${staging_version}; providers/go.mod too" >&2

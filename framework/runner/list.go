@@ -89,8 +89,7 @@ func ListForProfile(ctx context.Context, opts ListOptions) (*ProfileListing, err
 		return nil, err
 	}
 	p := checked.Profile
-	// Of the harness's backends, only the local cluster simulates its nodes.
-	if err := checkCCMOnBackend(p, opts.Backend, opts.Backend == labels.BackendLocal); err != nil {
+	if err := checkCCMOnBackend(p, opts.Backend, labels.SimulatedNodes.MetOn(opts.Backend)); err != nil {
 		return nil, err
 	}
 	// The probe world: the profile and what the driver said it can do;
@@ -104,7 +103,7 @@ func ListForProfile(ctx context.Context, opts ListOptions) (*ProfileListing, err
 	}
 	if p.CCM.HarnessStarts() {
 		f.CCMInstances = probeCCMs{}
-		if opts.Backend == labels.BackendLocal && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
+		if labels.SimulatedNodes.MetOn(opts.Backend) && len(missingVerbs(checked.Driver, machineVerbs)) == 0 {
 			f.Machines = &framework.Machines{}
 		}
 	}
