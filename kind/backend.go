@@ -9,6 +9,7 @@
 package kind
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -187,13 +188,14 @@ type Cluster struct {
 }
 
 var (
-	_ cluster.Cluster     = (*Cluster)(nil)
-	_ cluster.Finisher    = (*Cluster)(nil)
-	_ cluster.LogExporter = (*Cluster)(nil)
-	_ cluster.PodNetworks = (*Cluster)(nil)
-	_ cluster.Describer   = (*Cluster)(nil)
-	_ cluster.Networked   = (*Cluster)(nil)
-	_ cluster.ImageLoader = (*Cluster)(nil)
+	_ cluster.Cluster          = (*Cluster)(nil)
+	_ cluster.Finisher         = (*Cluster)(nil)
+	_ cluster.LogExporter      = (*Cluster)(nil)
+	_ cluster.PodNetworks      = (*Cluster)(nil)
+	_ cluster.Describer        = (*Cluster)(nil)
+	_ cluster.Networked        = (*Cluster)(nil)
+	_ cluster.ImageLoader      = (*Cluster)(nil)
+	_ cluster.ControlPlaneHost = (*Cluster)(nil)
 )
 
 func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Cluster, error) {
@@ -732,4 +734,39 @@ func poll(ctx context.Context, interval, timeout time.Duration, done func(contex
 		case <-time.After(interval):
 		}
 	}
+}
+
+// ControlPlaneNode is the control-plane node's name (and its container's):
+// kind names it <cluster>-control-plane.
+func (c *Cluster) ControlPlaneNode() string { return c.name + "-control-plane" }
+
+// StaticPodDir is kubeadm's static pod directory, which kind's kubelets
+// read.
+func (c *Cluster) StaticPodDir() string { return "/etc/kubernetes/manifests" }
+
+// WriteNodeFile writes a file into the control-plane node's container
+// through docker exec: into a temporary name first, then renamed, so the
+// kubelet never reads half a manifest.
+func (c *Cluster) WriteNodeFile(ctx context.Context, path string, content []byte, mode uint32) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("node file %q: want an absolute path", path)
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	script := fmt.Sprintf("set -e; mkdir -p %[1]s; umask 077; cat > %[2]s; chmod %[3]o %[2]s; mv -f %[2]s %[4]s",
+		shellQuote(filepath.Dir(path)), shellQuote(tmp), mode&0o7777, shellQuote(path))
+	if err := c.dockerExec(ctx, c.ControlPlaneNode(), bytes.NewReader(content), "sh", "-c", script); err != nil {
+		return fmt.Errorf("writing %s on node %s: %w", path, c.ControlPlaneNode(), err)
+	}
+	return nil
+}
+
+// RemoveNodePath removes a file or directory on the control-plane node.
+func (c *Cluster) RemoveNodePath(ctx context.Context, path string) error {
+	if !filepath.IsAbs(path) || filepath.Clean(path) == "/" {
+		return fmt.Errorf("node path %q: want an absolute path below /", path)
+	}
+	if err := c.dockerExec(ctx, c.ControlPlaneNode(), nil, "rm", "-rf", "--", path); err != nil {
+		return fmt.Errorf("removing %s on node %s: %w", path, c.ControlPlaneNode(), err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -193,6 +194,28 @@ func kindDefectCases() []defectCase {
 			"health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local": {"Service ccm-lb-", "to health-check node port", "saw 0"},
 			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint":  {"Service ccm-lb-", "/local: expected every probe through", "answered once the health checks pass"},
 		},
+	}, {
+		// The CCM beside kube-controller-manager, a static pod of the
+		// control-plane node's kubelet with its kubeconfig
+		// (ccm.image.placement: staticPod): it initializes the real
+		// nodes and routes their pod networks as the Deployment does,
+		// and a wrong zone fails the zone spec alone.
+		name: "static pod on kind", defects: "wrong-zone", kind: true,
+		labelFilter: "InstancesV2 || Routes",
+		profileEdit: func(s string) string {
+			return regexp.MustCompile(`(?m)^(    reference: .*\n)`).ReplaceAllString(s, "${1}    placement: staticPod\n")
+		},
+		failing: map[string][]string{
+			"labels each node with its instance's zone and region": {"node ccmc-", "topology.kubernetes.io/zone", "-wrong"},
+		},
+		afterRun: func(t *testing.T, artifacts string, res result) {
+			if !strings.Contains(res.stdout, "as static pod /etc/kubernetes/manifests/cloud-controller-manager.yaml on node ccmc-") {
+				t.Errorf("the run does not say it wrote the CCM as a static pod:\n%s", tail(res.stdout, 40))
+			}
+			if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", "ccm.log")); err != nil || !strings.Contains(string(log), "== cloud-controller-manager-ccmc-") {
+				t.Errorf("the static pod's log is not in the artifacts (%v):\n%s", err, tail(string(log), 10))
+			}
+		},
 	}}
 }
 
@@ -204,7 +227,13 @@ func TestIntegrationKindDefectsFailTheRightSpecs(t *testing.T) {
 	for _, tt := range kindDefectCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			volumes := dockerVolumes(t)
-			tt.afterRun = func(t *testing.T, artifacts string, _ result) { checkNoKindLeft(t, artifacts, volumes) }
+			check := tt.afterRun
+			tt.afterRun = func(t *testing.T, artifacts string, res result) {
+				checkNoKindLeft(t, artifacts, volumes)
+				if check != nil {
+					check(t, artifacts, res)
+				}
+			}
 			runDefectCaseOn(t, tt, "")
 		})
 	}

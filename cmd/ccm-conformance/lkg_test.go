@@ -11,10 +11,11 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"maps"
+
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 	"github.com/ccm-conformance/ccm-conformance/reports/store/storetest"
-	"maps"
 )
 
 // seedStore publishes runs into a new store at url: a green provider (three

@@ -15,8 +15,9 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/local"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 
-	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 	"golang.org/x/mod/semver"
+
+	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
 
 // lbLifeFilter selects the release-blocking specs of the LoadBalancer

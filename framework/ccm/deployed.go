@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,9 @@ type Deployed struct {
 	Namespace     string
 	LabelSelector string
 	Container     string
+	// Since, when set, leaves out what the pods logged before it: a CCM
+	// that has run for a week logged much before the run began.
+	Since time.Time
 }
 
 // Pods lists the CCM's pods.
@@ -96,6 +100,9 @@ func (d *Deployed) Log(ctx context.Context) (string, error) {
 			}
 		}
 		opts := &corev1.PodLogOptions{Container: d.Container}
+		if !d.Since.IsZero() {
+			opts.SinceTime = &metav1.Time{Time: d.Since}
+		}
 		stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
 		if err != nil {
 			fmt.Fprintf(&b, "== %s: log unavailable: %v\n", p.Name, err)

@@ -125,7 +125,8 @@ func (d StandardDeployment) withDefaults() StandardDeployment {
 	return d
 }
 
-// validate checks the fields after withDefaults.
+// validate checks the fields after withDefaults; the caller names what
+// they describe.
 func (d StandardDeployment) validate() error {
 	var errs []error
 	for _, f := range []struct{ field, value string }{{"name", d.Name}, {"namespace", d.Namespace}} {
@@ -160,10 +161,7 @@ func (d StandardDeployment) validate() error {
 	if v, ok := FlagValue(d.Args, "cloud-provider"); !ok || v == "" || strings.HasPrefix(v, "-") {
 		errs = append(errs, errors.New("args: --cloud-provider=NAME is missing (the standard deployment runs the CCM with the profile's args, and a CCM needs its provider's name)"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("standard deployment of the CCM: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ContainerArgs are the container's args: the profile's, with every
@@ -262,11 +260,11 @@ func (d StandardDeployment) authReaderBindingName() string {
 func (d StandardDeployment) Objects() ([]runtime.Object, error) {
 	d = d.withDefaults()
 	if err := d.validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("standard deployment of the CCM: %w", err)
 	}
 	dep, err := d.deployment()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("standard deployment of the CCM: %w", err)
 	}
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: d.Name, Namespace: d.Namespace}
 	return append([]runtime.Object{
@@ -399,22 +397,12 @@ func StandardRules() []rbacv1.PolicyRule {
 
 // deployment is the Deployment; d has its defaults and is valid.
 func (d StandardDeployment) deployment() (*appsv1.Deployment, error) {
-	args := d.ContainerArgs()
-	probe, err := livenessProbe(args)
+	volumes, mounts := d.fileVolumes()
+	c, err := ccmContainer(d.Name, d.Image, d.ContainerArgs(), d.Env, mounts)
 	if err != nil {
 		return nil, err
 	}
-	env := []corev1.EnvVar{}
-	for _, f := range []struct{ name, path string }{{"POD_NAME", "metadata.name"}, {"NODE_NAME", "spec.nodeName"}} {
-		if _, set := d.Env[f.name]; !set {
-			env = append(env, corev1.EnvVar{Name: f.name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: f.path}}})
-		}
-	}
-	for _, k := range sortedKeys(d.Env) {
-		env = append(env, corev1.EnvVar{Name: k, Value: d.Env[k]})
-	}
-	sort.SliceStable(env, func(i, j int) bool { return env[i].Name < env[j].Name })
-	volumes, mounts := d.fileVolumes()
+	c.SecurityContext.RunAsNonRoot = ptr.To(true)
 	noSchedule := func(key, value string) corev1.Toleration {
 		op := corev1.TolerationOpExists
 		if value != "" {
@@ -453,31 +441,52 @@ func (d StandardDeployment) deployment() (*appsv1.Deployment, error) {
 						RunAsNonRoot:   ptr.To(true),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					Containers: []corev1.Container{{
-						Name:            d.Name,
-						Image:           d.Image,
-						ImagePullPolicy: corev1.PullNever,
-						Args:            args,
-						Env:             env,
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU:    resource.MustParse("100m"),
-							corev1.ResourceMemory: resource.MustParse("64Mi"),
-						}},
-						LivenessProbe:  probe,
-						ReadinessProbe: readinessProbe(probe),
-						SecurityContext: &corev1.SecurityContext{
-							RunAsNonRoot:             ptr.To(true),
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-						// A writable /tmp on a read-only root filesystem.
-						VolumeMounts: append([]corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}, mounts...),
-					}},
-					Volumes: append([]corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
+					Containers: []corev1.Container{c},
+					Volumes:    append([]corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
 				},
 			},
 		},
+	}, nil
+}
+
+// ccmContainer is the CCM's container, in a Deployment's pod or a static
+// pod: the image never pulled, the args as given, POD_NAME and NODE_NAME
+// from the downward API unless env sets them, the probes on its secure
+// port, a read-only root filesystem with a writable /tmp (a volume named
+// "tmp" the pod must have) and mounts.
+func ccmContainer(name, image string, args []string, envs map[string]string, mounts []corev1.VolumeMount) (corev1.Container, error) {
+	probe, err := livenessProbe(args)
+	if err != nil {
+		return corev1.Container{}, err
+	}
+	env := []corev1.EnvVar{}
+	for _, f := range []struct{ name, path string }{{"POD_NAME", "metadata.name"}, {"NODE_NAME", "spec.nodeName"}} {
+		if _, set := envs[f.name]; !set {
+			env = append(env, corev1.EnvVar{Name: f.name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: f.path}}})
+		}
+	}
+	for _, k := range sortedKeys(envs) {
+		env = append(env, corev1.EnvVar{Name: k, Value: envs[k]})
+	}
+	sort.SliceStable(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	return corev1.Container{
+		Name:            name,
+		Image:           image,
+		ImagePullPolicy: corev1.PullNever,
+		Args:            args,
+		Env:             env,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("100m"),
+			corev1.ResourceMemory: resource.MustParse("64Mi"),
+		}},
+		LivenessProbe:  probe,
+		ReadinessProbe: readinessProbe(probe),
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		VolumeMounts: append([]corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}, mounts...),
 	}, nil
 }
 
@@ -490,7 +499,7 @@ func livenessProbe(args []string) (*corev1.Probe, error) {
 	if v, ok := FlagValue(args, "secure-port"); ok {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 0 || p > 65535 {
-			return nil, fmt.Errorf("standard deployment of the CCM: args: --secure-port=%q is not a port", v)
+			return nil, fmt.Errorf("args: --secure-port=%q is not a port", v)
 		}
 		port = p
 	}

@@ -12,12 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ccm-conformance/ccm-conformance/driversdk"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/driversdk"
 )
 
 // Bounds of one call, besides Options.CallTimeout.

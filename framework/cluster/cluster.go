@@ -140,3 +140,20 @@ type ImageLoader interface {
 	// available to every node's container runtime under its tags.
 	LoadImage(ctx context.Context, image string) error
 }
+
+// ControlPlaneHost is a cluster whose control-plane node the harness can
+// write files on (kind's node containers): it can run the CCM as a static
+// pod of that node's kubelet, beside kube-controller-manager.
+type ControlPlaneHost interface {
+	// ControlPlaneNode names the control-plane node (its Node's name).
+	ControlPlaneNode() string
+	// StaticPodDir is that node's kubelet's static pod directory.
+	StaticPodDir() string
+	// WriteNodeFile writes content to the absolute path on the
+	// control-plane node with the permission bits mode, making its
+	// directory.
+	WriteNodeFile(ctx context.Context, path string, content []byte, mode uint32) error
+	// RemoveNodePath removes path on the control-plane node, a directory
+	// with what it holds; a path that is not there is no error.
+	RemoveNodePath(ctx context.Context, path string) error
+}

@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
@@ -28,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ccm-conformance/ccm-conformance/kubeversion"
 )
 
 // APIVersion and Kind identify a profile document.
@@ -311,7 +312,23 @@ type ImageCCM struct {
 	// creates and deletes with the CCM's Deployment; beside the cluster,
 	// from copies in the run's directory.
 	Files []ImageFile `json:"files,omitempty"`
+	// Placement is where a cluster that loads images runs the CCM:
+	// PlacementDeployment (the default: the standard Deployment) or
+	// PlacementStaticPod (a static pod of the control-plane node's
+	// kubelet, beside kube-controller-manager; kind only).
+	Placement Placement `json:"placement,omitempty"`
 }
+
+// Placement is where in the cluster the harness runs a CCM image.
+type Placement string
+
+const (
+	// PlacementDeployment: the standard Deployment (docs/ccm-deployment.md).
+	PlacementDeployment Placement = "deployment"
+	// PlacementStaticPod: a static pod on the control-plane node, with
+	// kube-controller-manager's kubeconfig (docs/ccm-deployment.md).
+	PlacementStaticPod Placement = "staticPod"
+)
 
 // ImageFile is a file the CCM's container sees.
 type ImageFile struct {
@@ -726,6 +743,11 @@ func (c *ImageCCM) validate(path *field.Path) field.ErrorList {
 		}
 		seen[f.Path] = true
 		errs = append(errs, validateVariables(fpath.Child("content"), []string{f.Content})...)
+	}
+	switch c.Placement {
+	case "", PlacementDeployment, PlacementStaticPod:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("placement"), c.Placement, []Placement{PlacementDeployment, PlacementStaticPod}))
 	}
 	return errs
 }

@@ -147,6 +147,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-image-unknown-variable.yaml", []string{"ccm.image.env[ENDPOINT]", "${PORT}"}},
 		{"invalid-image-files.yaml", []string{"ccm.image.files[0].content", "${ENDPOINT}", "ccm.image.files[1].path", "outside /tmp", "ccm.image.files[2].path: Duplicate", "ccm.image.files[3].path: Required value"}},
 		{"invalid-image-unknown-field.yaml", []string{`unknown field "ccm.image.ref"`}},
+		{"invalid-image-placement.yaml", []string{"ccm.image.placement: Unsupported value", `"daemonSet"`, `"staticPod"`}},
 		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
 		{"invalid-node-manager-image.yaml", []string{"ccm.nodeManager: Forbidden", "with ccm.binary", "not supported yet"}},
 		{"invalid-node-manager-node-name.yaml", []string{"ccm.nodeManager.args[1]: Forbidden", "--node-name itself"}},

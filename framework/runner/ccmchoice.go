@@ -14,6 +14,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 	"github.com/ccm-conformance/ccm-conformance/internal/ccmbuild"
 	"github.com/ccm-conformance/ccm-conformance/internal/filehash"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // The CCM under test runs in one of four modes, chosen once per world by
@@ -58,6 +59,9 @@ func checkCCMInput(p *profile.Profile, backend cluster.Backend) error {
 func checkCCMOnBackend(p *profile.Profile, backend string, simulatesNodes bool) error {
 	if p.CCM.NodeManager != nil && !simulatesNodes {
 		return &InputError{fmt.Errorf("profile %s: ccm.nodeManager runs beside each simulated node, and the %s backend's nodes are its own; a node manager as a DaemonSet there is not supported yet", p.Path, backend)}
+	}
+	if img := p.CCM.Image; img != nil && img.Placement == profile.PlacementStaticPod && backend != labels.BackendKind {
+		return &InputError{fmt.Errorf("profile %s: ccm.image.placement staticPod runs the CCM on the control-plane node of a cluster the harness makes and can write files on, which only the %s backend does, not %s", p.Path, labels.BackendKind, backend)}
 	}
 	if p.CCM.Deployed != nil && simulatesNodes {
 		return &InputError{fmt.Errorf("profile %s: ccm.deployed names a CCM running in a cluster, and the %s backend's new cluster has none; name the cluster it runs in (run --kubeconfig, list --backend kubeconfig)", p.Path, backend)}
@@ -108,6 +112,12 @@ func chooseCCM(w *world) ccmLauncher {
 		return &deployedCCM{w: w}
 	case c.Image != nil:
 		if loader, ok := w.cluster.(cluster.ImageLoader); ok {
+			if c.Image.Placement == profile.PlacementStaticPod {
+				// checkCCMOnBackend admits it only on kind, whose
+				// clusters are control-plane hosts.
+				host, _ := w.cluster.(cluster.ControlPlaneHost)
+				return &staticPodCCM{w: w, loader: loader, host: host}
+			}
 			return &deploymentCCM{w: w, loader: loader}
 		}
 		return &processCCM{w: w, starter: containerCCM{w: w}}

@@ -91,8 +91,10 @@ type Options struct {
 	// own default (the pinned release).
 	KubernetesVersion string
 	// EchoImage is the echo server image the data path specs run as
-	// backend pods on a cluster that loads images (kind). Default
-	// framework.DefaultEchoImage.
+	// backend pods. A cluster that loads images (kind) gets it from the
+	// Docker engine, default framework.DefaultEchoImage; any other cluster
+	// (--kubeconfig) runs it as named, pulled from its registry or already
+	// on its nodes, and without one the data path specs on real pods skip.
 	EchoImage string
 	// Seed orders the specs (ginkgo's random seed), the same in every
 	// lane; 0 takes one from the clock. The seed used is printed and
@@ -326,7 +328,7 @@ func runOneWorld(ctx context.Context, opts Options, checked *Checked, info *RunI
 		log:               opts.logger(),
 		logDir:            opts.LogDir,
 		info:              *info,
-		echoRef:           cmp.Or(opts.EchoImage, framework.DefaultEchoImage),
+		echoRef:           opts.EchoImage,
 	}
 	report, err := w.run(ctx, specRun{suites: opts.Suites, labelFilter: opts.LabelFilter, seed: info.Seed, out: opts.Out, verbose: true, afterSpecs: opts.AfterSpecs})
 	info.merge(w.info)

@@ -85,7 +85,7 @@ type world struct {
 	kubelets *nodes.Pool
 	nodes    []string // the simulated nodes registered at setup
 	// echoRef is the echo server image to load into nodes that take
-	// images; echoImage is the one loaded, or "".
+	// images; echoImage is the one the data path specs run, or "".
 	echoRef, echoImage string
 
 	// info collects what the world learns about itself for the reports.
@@ -159,8 +159,8 @@ func (w *world) setUp(ctx context.Context) error {
 	if err := w.timed("ccm", func() error { return w.startCCM(ctx) }); err != nil {
 		return err
 	}
-	if loader, ok := w.cluster.(cluster.ImageLoader); ok && w.profile.Has(profile.DataPath) {
-		if err := w.timed("echo image", func() error { return w.loadEchoImage(ctx, loader) }); err != nil {
+	if w.profile.Has(profile.DataPath) {
+		if err := w.timed("echo image", func() error { return w.giveEchoImage(ctx) }); err != nil {
 			return err
 		}
 	}

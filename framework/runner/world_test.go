@@ -54,3 +54,31 @@ func TestNoteVersionIgnored(t *testing.T) {
 		t.Errorf("note: %q", out.String())
 	}
 }
+
+// existingCluster is a cluster that loads no images: one given by
+// --kubeconfig.
+type existingCluster struct{ cluster.Cluster }
+
+// On a cluster that loads no images the echo server image is the one
+// named, used as it is (the cluster pulls it or has it), and none when
+// none is named: the data path specs on real pods then skip. The default
+// image, which only make images builds on this machine, is for clusters
+// that load images.
+func TestGiveEchoImageToAnExistingCluster(t *testing.T) {
+	for _, tt := range []struct{ named, want string }{
+		{"", ""},
+		{"registry.example/echo-server:v1", "registry.example/echo-server:v1"},
+	} {
+		var out bytes.Buffer
+		w := &world{cluster: existingCluster{}, echoRef: tt.named, log: Options{Out: &out}.logger()}
+		if err := w.giveEchoImage(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if w.echoImage != tt.want {
+			t.Errorf("--echo-image %q: the specs get %q, want %q", tt.named, w.echoImage, tt.want)
+		}
+		if said := strings.Contains(out.String(), tt.named+" as the cluster's own pods"); said != (tt.named != "") {
+			t.Errorf("--echo-image %q: the log says %q", tt.named, out.String())
+		}
+	}
+}

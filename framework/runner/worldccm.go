@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
 	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
@@ -42,8 +43,8 @@ type ccmNodeWatcher interface {
 }
 
 // deployedCCM is a CCM that already runs in the cluster (ccm.deployed):
-// the harness only waits for its pods, reads their logs and records the
-// image they run.
+// the harness only waits for its pods, reads their logs (and keeps them in
+// logs/ccm.log at the end) and records the image they run.
 type deployedCCM struct {
 	w        *world
 	deployed *ccm.Deployed
@@ -51,11 +52,12 @@ type deployedCCM struct {
 
 func (l *deployedCCM) start(ctx context.Context) error {
 	d := l.w.profile.CCM.Deployed
-	l.deployed = &ccm.Deployed{Client: l.w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container}
+	l.deployed = &ccm.Deployed{Client: l.w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container, Since: time.Now()}
 	if err := l.deployed.WaitReady(ctx); err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
 	l.w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
+	l.w.onTeardown("keep the deployed CCM's log", func(ctx context.Context) error { return l.w.keepCCMLog(ctx, l.deployed) })
 	// What names the CCM in the results (half of the LKG pair) is what
 	// its pods run.
 	image, digest, err := l.deployed.Image(ctx)
@@ -84,43 +86,24 @@ type deploymentCCM struct {
 
 func (l *deploymentCCM) start(ctx context.Context) error {
 	w := l.w
-	img := w.profile.CCM.Image
-	// The tag, not the ID: an image saved by ID has no name in the nodes.
-	if err := l.loader.LoadImage(ctx, img.Reference); err != nil {
-		return &SetupError{Step: "ccm image", Err: err}
-	}
-	args, err := w.ccmExpander.ExpandAll(img.Args)
+	img, err := w.ccmImageInCluster(ctx, l.loader)
 	if err != nil {
-		return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.args: %w", err)}
-	}
-	env := map[string]string{}
-	for k, v := range img.Env {
-		if env[k], err = w.ccmExpander.Expand(v); err != nil {
-			return &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.env %s: %w", k, err)}
-		}
-	}
-	w.info.CCMEnv = slices.Sorted(maps.Keys(env))
-	files, err := w.ccmFiles(w.ccmExpander)
-	if err != nil {
-		return &SetupError{Step: "ccm", Err: err}
+		return err
 	}
 	if l.awaiting, err = framework.UninitializedNodes(ctx, w.client); err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
-	d := ccm.StandardDeployment{Image: img.Reference, Args: args, Env: env, Files: files, RunID: w.runID}
+	d := ccm.StandardDeployment{Image: img.reference, Args: img.args, Env: img.env, Files: img.files, RunID: w.runID}
 	if err := d.Apply(ctx, w.client); err != nil {
 		return &SetupError{Step: "ccm deployment", Err: err}
 	}
 	w.onTeardown("delete the CCM's deployment", func(ctx context.Context) error {
 		// The pods' logs go with them: keep them first.
-		logs, err := d.Deployed(w.client).Log(ctx)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(w.logDir, "ccm.log"), []byte(logs), 0o644)
-		}
+		err := w.keepCCMLog(ctx, d.Deployed(w.client))
 		return errors.Join(err, d.Delete(ctx, w.client))
 	})
 	w.logf("deployed the CCM image %s into the cluster (Deployment %s/%s, pods %q): %s",
-		img.Reference, cmp.Or(d.Namespace, ccm.StandardNamespace), cmp.Or(d.Name, ccm.StandardName), d.Selector(), strings.Join(d.ContainerArgs(), " "))
+		img.reference, cmp.Or(d.Namespace, ccm.StandardNamespace), cmp.Or(d.Name, ccm.StandardName), d.Selector(), strings.Join(d.ContainerArgs(), " "))
 	if err := d.WaitAvailable(ctx, w.client, w.profile.Timeout(profile.CCMReady)); err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
@@ -129,8 +112,118 @@ func (l *deploymentCCM) start(ctx context.Context) error {
 	return nil
 }
 
+// clusterImage is ccm.image as a cluster runs it: loaded into the nodes,
+// its args, env and files expanded.
+type clusterImage struct {
+	reference string
+	args      []string
+	env       map[string]string
+	files     []ccm.File
+}
+
+// ccmImageInCluster loads the profile's CCM image into the cluster's nodes
+// and expands what its container gets.
+func (w *world) ccmImageInCluster(ctx context.Context, loader cluster.ImageLoader) (clusterImage, error) {
+	img := w.profile.CCM.Image
+	// The tag, not the ID: an image saved by ID has no name in the nodes.
+	if err := loader.LoadImage(ctx, img.Reference); err != nil {
+		return clusterImage{}, &SetupError{Step: "ccm image", Err: err}
+	}
+	out := clusterImage{reference: img.Reference, env: map[string]string{}}
+	var err error
+	if out.args, err = w.ccmExpander.ExpandAll(img.Args); err != nil {
+		return clusterImage{}, &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.args: %w", err)}
+	}
+	for k, v := range img.Env {
+		if out.env[k], err = w.ccmExpander.Expand(v); err != nil {
+			return clusterImage{}, &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.env %s: %w", k, err)}
+		}
+	}
+	w.info.CCMEnv = slices.Sorted(maps.Keys(out.env))
+	if out.files, err = w.ccmFiles(w.ccmExpander); err != nil {
+		return clusterImage{}, &SetupError{Step: "ccm", Err: err}
+	}
+	return out, nil
+}
+
+// keepCCMLog writes the log of a CCM's pods to logs/ccm.log.
+func (w *world) keepCCMLog(ctx context.Context, d *ccm.Deployed) error {
+	logs, err := d.Log(ctx)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(w.logDir, "ccm.log"), []byte(logs), 0o644)
+}
+
 func (l *deploymentCCM) logs() framework.CCMLogs { return l.deployed }
 func (l *deploymentCCM) awaitingNodes() []string { return l.awaiting }
+
+// staticPodCCM runs the profile's CCM image as a static pod of the
+// control-plane node's kubelet, beside kube-controller-manager
+// (ccm.image.placement: staticPod; ccm.StaticPod): its files and manifest
+// written on the node, kube-controller-manager's user given the CCM's
+// rules. As for the Deployment, the nodes that await the CCM when it
+// starts are recorded.
+type staticPodCCM struct {
+	w        *world
+	loader   cluster.ImageLoader
+	host     cluster.ControlPlaneHost
+	deployed *ccm.Deployed
+	awaiting []string
+}
+
+func (l *staticPodCCM) start(ctx context.Context) error {
+	w := l.w
+	if l.host == nil {
+		return &InputError{fmt.Errorf("profile %s: ccm.image.placement staticPod: the %s backend's cluster has no control-plane node the harness can write on", w.profile.Path, w.backend.Name())}
+	}
+	img, err := w.ccmImageInCluster(ctx, l.loader)
+	if err != nil {
+		return err
+	}
+	if l.awaiting, err = framework.UninitializedNodes(ctx, w.client); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	sp := ccm.StaticPod{Image: img.reference, Args: img.args, Env: img.env, Files: img.files, RunID: w.runID}
+	manifest, err := sp.Manifest()
+	if err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	node, manifestPath := l.host.ControlPlaneNode(), filepath.Join(l.host.StaticPodDir(), sp.ManifestName())
+	// Torn down in reverse: the pod (its log kept first), then its files
+	// and rules.
+	w.onTeardown("delete the CCM's rules", func(ctx context.Context) error { return sp.DeleteRBAC(ctx, w.client) })
+	w.onTeardown("remove the CCM's files from node "+node, func(ctx context.Context) error { return l.host.RemoveNodePath(ctx, sp.FilesDir()) })
+	if err := sp.ApplyRBAC(ctx, w.client); err != nil {
+		return &SetupError{Step: "ccm static pod", Err: err}
+	}
+	for _, f := range sp.NodeFiles() {
+		if err := l.host.WriteNodeFile(ctx, f.Path, []byte(f.Content), f.Mode); err != nil {
+			return &SetupError{Step: "ccm static pod", Err: err}
+		}
+	}
+	w.onTeardown("remove the CCM's static pod from node "+node, func(ctx context.Context) error {
+		err := w.keepCCMLog(ctx, sp.Deployed(w.client))
+		if rmErr := l.host.RemoveNodePath(ctx, manifestPath); rmErr != nil {
+			return errors.Join(err, rmErr)
+		}
+		return errors.Join(err, sp.WaitGone(ctx, w.client, node, w.profile.Timeout(profile.CCMReady)))
+	})
+	if err := l.host.WriteNodeFile(ctx, manifestPath, manifest, 0o600); err != nil {
+		return &SetupError{Step: "ccm static pod", Err: err}
+	}
+	w.logf("wrote the CCM image %s as static pod %s on node %s (beside kube-controller-manager, with its kubeconfig): %s",
+		img.reference, manifestPath, node, strings.Join(sp.ContainerArgs(), " "))
+	if err := sp.WaitReady(ctx, w.client, node, w.profile.Timeout(profile.CCMReady)); err != nil {
+		return &SetupError{Step: "ccm", Err: err}
+	}
+	l.deployed = sp.Deployed(w.client)
+	w.logf("the CCM's static pod %s is ready; %d nodes await its initialization: %s", sp.MirrorPodName(node), len(l.awaiting), strings.Join(l.awaiting, ", "))
+	return nil
+}
+
+func (l *staticPodCCM) logs() framework.CCMLogs { return l.deployed }
+func (l *staticPodCCM) awaitingNodes() []string { return l.awaiting }
 
 // processCCM runs the CCM as processes the harness owns, on its host: the
 // main instance, extra instances and restarts of the main one. starter

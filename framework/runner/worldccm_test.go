@@ -31,6 +31,7 @@ func TestChooseCCM(t *testing.T) {
 	binary := profile.CCM{Binary: &profile.BinaryCCM{Path: "ccm"}}
 	image := profile.CCM{Image: &profile.ImageCCM{Reference: "ccm:v1"}}
 	deployed := profile.CCM{Deployed: &profile.DeployedCCM{LabelSelector: "app=ccm"}}
+	staticPod := profile.CCM{Image: &profile.ImageCCM{Reference: "ccm:v1", Placement: profile.PlacementStaticPod}}
 	for _, tt := range []struct {
 		name          string
 		ccm           profile.CCM
@@ -43,6 +44,7 @@ func TestChooseCCM(t *testing.T) {
 		{"binary on a cluster that loads images", binary, true, "binary", true, false},
 		{"image beside the cluster", image, false, "container", true, false},
 		{"image deployed into the cluster", image, true, "deployment", false, true},
+		{"image as a static pod", staticPod, true, "static pod", false, true},
 		{"already deployed", deployed, false, "deployed", false, false},
 		{"already deployed, on a cluster that loads images", deployed, true, "deployed", false, false},
 	} {
@@ -65,6 +67,8 @@ func TestChooseCCM(t *testing.T) {
 				got = "deployment"
 			case *deployedCCM:
 				got = "deployed"
+			case *staticPodCCM:
+				got = "static pod"
 			}
 			if got != tt.want {
 				t.Errorf("launcher %T (%s), want %s", l, got, tt.want)
@@ -113,5 +117,28 @@ func TestMainCCMEndedOnItsOwn(t *testing.T) {
 	}
 	if err := m.EndedOnItsOwn(); err != nil {
 		t.Errorf("a CCM a spec stopped: EndedOnItsOwn() = %v", err)
+	}
+}
+
+// A CCM image as a static pod runs only where the harness makes the
+// cluster and can write on its control-plane node: kind.
+func TestCheckCCMOnBackendStaticPod(t *testing.T) {
+	p := &profile.Profile{Path: "p.yaml", CCM: profile.CCM{Image: &profile.ImageCCM{Reference: "ccm:v1", Placement: profile.PlacementStaticPod}}}
+	for _, tt := range []struct {
+		backend        string
+		simulatesNodes bool
+		refused        bool
+	}{
+		{"local", true, true},
+		{"kubeconfig", false, true},
+		{"kind", false, false},
+	} {
+		err := checkCCMOnBackend(p, tt.backend, tt.simulatesNodes)
+		if (err != nil) != tt.refused {
+			t.Errorf("on %s: %v, want refused %v", tt.backend, err, tt.refused)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "ccm.image.placement staticPod") || !strings.Contains(err.Error(), "not "+tt.backend)) {
+			t.Errorf("on %s: %v does not name the field and the backend", tt.backend, err)
+		}
 	}
 }

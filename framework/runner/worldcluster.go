@@ -79,10 +79,22 @@ func (w *world) startCluster(ctx context.Context) error {
 	return nil
 }
 
-// loadEchoImage gives the cluster's nodes the echo server image, the
-// backend pods of the data path specs on real nodes.
-func (w *world) loadEchoImage(ctx context.Context, loader cluster.ImageLoader) error {
-	ref := w.echoRef
+// giveEchoImage decides which echo server image the data path specs run
+// as backend pods on real nodes. A cluster that loads images (kind) gets
+// it from the Docker engine: the one named, else the default that make
+// images builds. Any other cluster runs the image named as it is, pulled
+// from its registry or already on its nodes; with none named the specs
+// that need it skip, saying so.
+func (w *world) giveEchoImage(ctx context.Context) error {
+	loader, ok := w.cluster.(cluster.ImageLoader)
+	if !ok {
+		if w.echoRef != "" {
+			w.logf("the data path specs run the echo server image %s as the cluster's own pods: the cluster pulls it or has it already", w.echoRef)
+		}
+		w.echoImage = w.echoRef
+		return nil
+	}
+	ref := cmp.Or(w.echoRef, framework.DefaultEchoImage)
 	if _, err := ccm.InspectImage(ctx, "", ref); err != nil {
 		return &InputError{fmt.Errorf("the data path specs on the %s backend run the echo server image %s as backends, and the Docker engine has none (build it with make images): %w",
 			w.backend.Name(), ref, err)}

@@ -11,6 +11,7 @@ import (
 	"github.com/ccm-conformance/ccm-conformance/reports/store"
 
 	"github.com/ccm-conformance/ccm-conformance/framework"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 var now = time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
@@ -695,5 +696,85 @@ func TestCoverage(t *testing.T) {
 	got := rep.Providers[0].Pairs[0].Coverage()
 	if want := "1 release-blocking spec(s) passed; capabilities InstancesV2, LoadBalancer"; got != want {
 		t.Errorf("Coverage() = %q, want %q", got, want)
+	}
+}
+
+// Runs on an existing cluster (backend kubeconfig, a provider's cloud
+// cluster) earn a streak by that backend's rules: the specs that need
+// simulated nodes skip there without making the run partial, so three
+// complete runs make the pair green; a run whose join spec skipped (the
+// cloud driver could not create an instance for a Node to join) is
+// partial and neither counts nor breaks the streak; and the same runs,
+// were they recorded as the local backend's, would all be partial.
+func TestExistingClusterRunsMakeAStreak(t *testing.T) {
+	var s seq
+	h := time.Hour
+	existing := func(ago time.Duration, backend string, joinSkipped bool) *store.Run {
+		r := s.run("p", k37a, ago, "pass")
+		r.Metadata = map[string]any{prow.MetaBackend: backend}
+		r.Specs.Capabilities = []string{"InstancesV2", "NodeIPAnnotation", "NodeLifecycle"}
+		r.Specs.Specs = append(r.Specs.Specs,
+			prow.SpecRecord{Suite: "nodeip", Text: "[nodeip] makes an IPv4 node IP the node's only InternalIP", State: "skipped",
+				Labels: []string{"NodeIPAnnotation", "InstancesV2", string(labels.SimulatedNodes), string(labels.SimulatedCloud), ReleaseBlockingLabel}},
+			prow.SpecRecord{Suite: "nodelifecycle", Text: "[nodelifecycle] keeps a NotReady Node while the cloud answers instance lookups with errors", State: "skipped",
+				Labels: []string{"NodeLifecycle", string(labels.SimulatedNodes), string(labels.SimulatedCloud), ReleaseBlockingLabel}},
+			prow.SpecRecord{Suite: "nodelifecycle", Text: "[nodelifecycle] deletes the Node of an instance deleted in the cloud", State: "passed",
+				Labels: []string{"NodeLifecycle", ReleaseBlockingLabel}},
+		)
+		if joinSkipped {
+			r.Specs.Specs[0].State = "skipped"
+			r.Specs.Specs[0].SkipReason = "the harness cannot add a machine to this cluster, ..."
+		}
+		return r
+	}
+	for _, tt := range []struct {
+		name      string
+		runs      []*store.Run
+		verdicts  []Verdict
+		wantState PairState
+	}{
+		{
+			name:      "three complete runs on an existing cluster make the pair green",
+			runs:      []*store.Run{existing(3*h, "kubeconfig", false), existing(2*h, "kubeconfig", false), existing(h, "kubeconfig", false)},
+			verdicts:  []Verdict{VerdictPass, VerdictPass, VerdictPass},
+			wantState: PairGreen,
+		},
+		{
+			name:      "a run whose join spec skipped neither counts nor breaks the streak",
+			runs:      []*store.Run{existing(4*h, "kubeconfig", false), existing(3*h, "kubeconfig", true), existing(2*h, "kubeconfig", false), existing(h, "kubeconfig", false)},
+			verdicts:  []Verdict{VerdictPass, VerdictPartial, VerdictPass, VerdictPass},
+			wantState: PairGreen,
+		},
+		{
+			name:      "two complete runs and a partial one are pending",
+			runs:      []*store.Run{existing(3*h, "kubeconfig", true), existing(2*h, "kubeconfig", false), existing(h, "kubeconfig", false)},
+			verdicts:  []Verdict{VerdictPartial, VerdictPass, VerdictPass},
+			wantState: PairPending,
+		},
+		{
+			name:      "the same runs on the local backend, where the skipped specs block, are partial",
+			runs:      []*store.Run{existing(3*h, "local", false), existing(2*h, "local", false), existing(h, "local", false)},
+			verdicts:  []Verdict{VerdictPartial, VerdictPartial, VerdictPartial},
+			wantState: PairPartial,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, r := range tt.runs {
+				if v := Judge(r); v.Verdict != tt.verdicts[i] {
+					t.Errorf("run %d (%s): verdict %s (%s), want %s", i, v.Backend, v.Verdict, v.Reason, tt.verdicts[i])
+				}
+			}
+			rep := Evaluate(&store.Snapshot{Runs: tt.runs}, Config{Now: func() time.Time { return now }})
+			if len(rep.Providers) != 1 || len(rep.Providers[0].Pairs) != 1 {
+				t.Fatalf("want one provider with one pair, got %+v", rep.Providers)
+			}
+			ps := rep.Providers[0]
+			if got := ps.Pairs[0].State; got != tt.wantState {
+				t.Errorf("pair %s, want %s", got, tt.wantState)
+			}
+			if green := tt.wantState == PairGreen; green != (ps.LKG != nil) {
+				t.Errorf("LKG %v, want one: %v", ps.LKG, green)
+			}
+		})
 	}
 }

@@ -249,7 +249,7 @@ func carriesPodTraffic(ctx context.Context, f *framework.Framework) {
 		Skip(fmt.Sprintf("the cluster routes pod networks between nodes itself (cluster.podRoutes: %s), so pod traffic would not show the cloud's routes", f.Profile.Cluster.PodRoutes))
 	}
 	if f.EchoImage == "" {
-		Skip("the harness has no echo server image for this cluster (docs/images.md)")
+		Skip("the harness has no echo server image for this cluster (run with --echo-image, an image of cmd/echo-server the cluster can pull: docs/images.md)")
 	}
 	f.RequireDriverVerbs(clouddriver.VerbRoutesList)
 	var controlPlane, others []corev1.Node

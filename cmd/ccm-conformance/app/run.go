@@ -107,7 +107,7 @@ selected spec was skipped; the error line names the commonest reason).`,
 	cmd.Flags().StringVar(&opts.ArtifactsDir, "artifacts", defaultArtifacts(), "run directory for started.json, finished.json, build-log.txt and artifacts/ (with only $ARTIFACTS set, results go straight into it, as a Prow job's)")
 	cmd.Flags().StringVar(&backendName, "backend", local.BackendName, "cluster for the run: local (the embedded control plane, simulated nodes) or kind (a new kind cluster of real nodes from the offline node image, docs/kind.md)")
 	cmd.Flags().Int64Var(&opts.Seed, "seed", 0, "order the specs by this seed, as an earlier run printed it (default: one from the clock)")
-	cmd.Flags().StringVar(&opts.EchoImage, "echo-image", framework.DefaultEchoImage, "echo server image the data path specs run as backend pods on kind (built by make images; docs/images.md)")
+	cmd.Flags().StringVar(&opts.EchoImage, "echo-image", "", "echo server image the data path specs run as backend pods (docs/images.md): on kind loaded from the Docker engine (default "+framework.DefaultEchoImage+", built by make images); with --kubeconfig run as named, so the cluster must pull it or have it (default: none, and those specs skip)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "run against this existing cluster instead of the embedded local one")
 	cmd.Flags().StringVar(&clusterDir, "cluster-dir", "", "run on the local cluster that 'ccm-conformance cluster up --dir DIR' started, and leave it running")
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "Kubernetes release of the cluster the harness makes (default: the profile's cluster.kubernetesVersion, else the version this build is pinned to)")

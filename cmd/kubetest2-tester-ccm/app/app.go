@@ -66,6 +66,7 @@ type options struct {
 	runDir      string
 	ccmImage    string
 	ccmDigest   string
+	echoImage   string
 }
 
 // env reads the environment; a test passes its own.
@@ -81,6 +82,7 @@ func newFlags(o *options, getenv env) *pflag.FlagSet {
 	fs.StringVar(&o.runDir, "run-dir", "", "keep the complete run directory here, for 'ccm-conformance publish' (default $KUBETEST2_RUN_DIR/ccm-conformance, else a temporary directory that is removed)")
 	fs.StringVar(&o.ccmImage, "ccm-image", "", "the CCM's image, for the results (default: read from the pods of ccm.deployed)")
 	fs.StringVar(&o.ccmDigest, "ccm-digest", "", "the CCM's digest, sha256:... (default: the image digest of the pods of ccm.deployed, or the digest of ccm.binary's executable)")
+	fs.StringVar(&o.echoImage, "echo-image", "", "echo server image (cmd/echo-server, docs/images.md) the data path specs run as pods; the cluster pulls it or has it already (default: none, and those specs skip)")
 	return fs
 }
 
@@ -211,6 +213,7 @@ func (o *options) runOptions(getenv env) (rundir.Options, error) {
 			Backend:        cluster.FromKubeconfig(o.kubeconfig),
 			Suites:         suites.All(),
 			HarnessVersion: Version,
+			EchoImage:      o.echoImage,
 		},
 		Name:     Name,
 		Dir:      runDir,

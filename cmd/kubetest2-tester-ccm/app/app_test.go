@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/runner"
 )
 
 func TestWantsHelp(t *testing.T) {
