@@ -102,8 +102,10 @@ type defectCase struct {
 	// kind deploys the reference CCM's image on a new kind cluster
 	// (reference-kind.yaml, --backend kind) instead of the local one.
 	kind bool
-	// nodeManager runs reference-node-manager.yaml, a node manager beside
-	// each node, and gives the defects to the node managers, not the CCM.
+	// nodeManager runs reference-node-manager.yaml (with kind,
+	// reference-kind-node-manager.yaml: a DaemonSet), a node manager
+	// beside each node, and gives the defects to the node managers, not
+	// the CCM.
 	nodeManager bool
 	// afterRun, when set, checks more of the run.
 	afterRun func(t *testing.T, artifacts string, res result)
@@ -300,6 +302,10 @@ func runDefectCaseOn(t *testing.T, tt defectCase, clusterDir string) {
 	failFast := func(s string) string { return testbin.FailFast(mutate(s)) }
 	var profile string
 	switch {
+	case tt.kind && tt.nodeManager:
+		image, _ := testbin.ReferenceCCMImage(t)
+		nodeManager, _ := testbin.ReferenceNodeManagerImage(t)
+		profile = testbin.ReferenceKindNodeManagerProfile(t, t.TempDir(), binDir, image, nodeManager, extra, failFast)
 	case tt.kind:
 		image, _ := testbin.ReferenceCCMImage(t)
 		profile = testbin.ReferenceKindProfile(t, t.TempDir(), binDir, image, extra, failFast)

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,6 +194,28 @@ func kindDefectCases() []defectCase {
 		failing: map[string][]string{
 			"health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local": {"Service ccm-lb-", "to health-check node port", "saw 0"},
 			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint":  {"Service ccm-lb-", "/local: expected every probe through", "answered once the health checks pass"},
+		},
+	}, {
+		// The node manager topology on kind: the CCM's Deployment without
+		// its node controller, reference-node-manager as a DaemonSet on
+		// every node (ccm.nodeManager.image). The node managers initialize
+		// the real nodes; given a wrong zone, they fail the zone spec
+		// alone.
+		name: "node manager DaemonSet on kind", defects: "wrong-zone", kind: true, nodeManager: true,
+		labelFilter: "InstancesV2",
+		failing: map[string][]string{
+			"labels each node with its instance's zone and region": {"node ccmc-", "topology.kubernetes.io/zone", "-wrong"},
+		},
+		afterRun: func(t *testing.T, artifacts string, res result) {
+			if !strings.Contains(res.stdout, "as a DaemonSet on every node") {
+				t.Errorf("the run does not say it deployed the node manager as a DaemonSet:\n%s", tail(res.stdout, 40))
+			}
+			if meta := readMetadata(t, artifacts); !strings.Contains(fmt.Sprint(meta[prow.MetaNodeManagerImage]), "reference-node-manager") || meta[prow.MetaNodeManagerDigest] == nil {
+				t.Errorf("metadata.json: %s %v, %s %v; want the node manager's image and digest", prow.MetaNodeManagerImage, meta[prow.MetaNodeManagerImage], prow.MetaNodeManagerDigest, meta[prow.MetaNodeManagerDigest])
+			}
+			if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", "node-manager.log")); err != nil || !strings.Contains(string(log), "== cloud-node-manager-") {
+				t.Errorf("the node managers' log is not in the artifacts (%v):\n%s", err, tail(string(log), 10))
+			}
 		},
 	}, {
 		// The CCM beside kube-controller-manager, a static pod of the

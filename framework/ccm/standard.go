@@ -575,8 +575,10 @@ func applyObject(ctx context.Context, client kubernetes.Interface, o runtime.Obj
 		return createOrUpdate(ctx, client.CoreV1().Secrets(o.Namespace), o)
 	case *appsv1.Deployment:
 		return createOrUpdate(ctx, client.AppsV1().Deployments(o.Namespace), o)
+	case *appsv1.DaemonSet:
+		return createOrUpdate(ctx, client.AppsV1().DaemonSets(o.Namespace), o)
 	}
-	return fmt.Errorf("standard deployment: no client for %T", o)
+	return fmt.Errorf("applying objects: no client for %T", o)
 }
 
 // object is a typed API object such as *corev1.ServiceAccount.

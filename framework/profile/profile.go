@@ -100,12 +100,20 @@ type CCM struct {
 // NodeManager is a provider's per-node agent, started from an executable
 // on this machine for each simulated node while its kubelet runs.
 type NodeManager struct {
-	// Path to the executable; relative to the profile's directory.
-	Path string `json:"path"`
+	// Path to the executable, beside ccm.binary: one process per
+	// simulated node of the local cluster. Relative to the profile's
+	// directory.
+	Path string `json:"path,omitempty"`
+	// Image of the node manager, beside ccm.image on kind: a DaemonSet on
+	// every node (ccm.NodeManagerDaemonSet). It must be in the local
+	// Docker engine; it is loaded into the nodes.
+	Image string `json:"image,omitempty"`
 	// Args are passed as they are, after variable expansion. The harness
-	// adds --node-name=<the node> and --kubeconfig unless the args set them.
+	// adds --node-name=<the node> (and, for a process, --kubeconfig)
+	// unless the args set them.
 	Args []string `json:"args,omitempty"`
-	// Env is added to the harness's own environment.
+	// Env is added to the harness's own environment (a process), or is the
+	// container's environment (an image).
 	Env map[string]string `json:"env,omitempty"`
 }
 
@@ -659,7 +667,7 @@ func (c *CCM) validate(path *field.Path) field.ErrorList {
 	}
 	sort.Strings(set)
 	if c.NodeManager != nil {
-		errs = append(errs, c.NodeManager.validate(path.Child("nodeManager"), c.Binary != nil)...)
+		errs = append(errs, c.NodeManager.validate(path.Child("nodeManager"), c)...)
 	}
 	switch {
 	case len(set) == 0:
@@ -694,15 +702,25 @@ func (c *CCM) validate(path *field.Path) field.ErrorList {
 	return errs
 }
 
-func (n *NodeManager) validate(path *field.Path, binaryCCM bool) field.ErrorList {
+func (n *NodeManager) validate(path *field.Path, c *CCM) field.ErrorList {
 	var errs field.ErrorList
-	if !binaryCCM {
-		// A node manager beside a container or a deployed CCM would run as
-		// a DaemonSet on the cluster's own nodes, which is not built yet.
-		errs = append(errs, field.Forbidden(path, "a node manager runs beside the simulated nodes of the local cluster, with ccm.binary; as a DaemonSet beside ccm.image or ccm.deployed it is not supported yet"))
+	switch {
+	case c.Binary != nil && n.Path == "":
+		errs = append(errs, field.Required(path.Child("path"), "the node manager's executable, run beside each simulated node as ccm.binary is"))
+	case c.Binary != nil && n.Image != "":
+		errs = append(errs, field.Forbidden(path.Child("image"), "with ccm.binary the node manager is an executable (path); an image goes with ccm.image"))
+	case c.Image != nil && n.Image == "":
+		errs = append(errs, field.Required(path.Child("image"), "the node manager's image, run as a DaemonSet beside ccm.image"))
+	case c.Image != nil && n.Path != "":
+		errs = append(errs, field.Forbidden(path.Child("path"), "with ccm.image the node manager is an image, run as a DaemonSet; an executable goes with ccm.binary"))
+	case c.Binary == nil && c.Image == nil:
+		// Beside a deployed CCM the provider deploys its node manager too.
+		errs = append(errs, field.Forbidden(path, "a node manager goes with ccm.binary (a process per simulated node) or ccm.image (a DaemonSet on kind); beside ccm.deployed, deploy it with the CCM"))
 	}
-	if n.Path == "" {
-		errs = append(errs, field.Required(path.Child("path"), "the node manager's executable"))
+	if n.Image != "" {
+		if _, err := name.ParseReference(n.Image); err != nil || strings.Contains(n.Image, "${") {
+			errs = append(errs, field.Invalid(path.Child("image"), n.Image, "not an image reference such as repository:tag (variables are not expanded here)"))
+		}
 	}
 	for i, a := range n.Args {
 		if a == "--node-name" || strings.HasPrefix(a, "--node-name=") {

@@ -37,6 +37,11 @@ func TestLoadValid(t *testing.T) {
 				t.Error("HarnessStarts = true for a deployed CCM, want false")
 			}
 		}},
+		{"valid-node-manager-image.yaml", func(t *testing.T, p *Profile) {
+			if nm := p.CCM.NodeManager; nm == nil || nm.Image != "registry.example/node-manager:v1" || nm.Path != "" || nm.Env["ENDPOINT"] == "" {
+				t.Errorf("node manager = %+v, want the image with its env", nm)
+			}
+		}},
 		{"valid-image.yaml", func(t *testing.T, p *Profile) {
 			if p.CCM.Image == nil || p.CCM.Image.Reference != "registry.example/my-ccm:v1.2.3" {
 				t.Fatalf("image CCM = %+v", p.CCM.Image)
@@ -149,7 +154,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-image-unknown-field.yaml", []string{`unknown field "ccm.image.ref"`}},
 		{"invalid-image-placement.yaml", []string{"ccm.image.placement: Unsupported value", `"daemonSet"`, `"staticPod"`}},
 		{"invalid-leader-migration-no-config.yaml", []string{"leaderMigration.config: Required value"}},
-		{"invalid-node-manager-image.yaml", []string{"ccm.nodeManager: Forbidden", "with ccm.binary", "not supported yet"}},
+		{"invalid-node-manager-image.yaml", []string{"ccm.nodeManager.image: Required value", "run as a DaemonSet beside ccm.image"}},
+		{"invalid-node-manager-deployed.yaml", []string{"ccm.nodeManager: Forbidden", "beside ccm.deployed, deploy it with the CCM"}},
 		{"invalid-node-manager-node-name.yaml", []string{"ccm.nodeManager.args[1]: Forbidden", "--node-name itself"}},
 		{"invalid-node-manager-no-path.yaml", []string{"ccm.nodeManager.path: Required value", "ccm.nodeManager.args", "${RUNDIR}"}},
 		{"invalid-binary-empty.yaml", []string{"ccm.binary.path: Required value", "ccm.binary.module"}},

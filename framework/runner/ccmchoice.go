@@ -57,8 +57,13 @@ func checkCCMInput(p *profile.Profile, backend cluster.Backend) error {
 // manager where the nodes are not simulated, a deployed CCM where the
 // backend makes a new cluster of simulated nodes. list foresees the same.
 func checkCCMOnBackend(p *profile.Profile, backend string, simulatesNodes bool) error {
-	if p.CCM.NodeManager != nil && !simulatesNodes {
-		return &InputError{fmt.Errorf("profile %s: ccm.nodeManager runs beside each simulated node, and the %s backend's nodes are its own; a node manager as a DaemonSet there is not supported yet", p.Path, backend)}
+	if nm := p.CCM.NodeManager; nm != nil {
+		switch {
+		case nm.Path != "" && !simulatesNodes:
+			return &InputError{fmt.Errorf("profile %s: ccm.nodeManager.path runs beside each simulated node, and the %s backend's nodes are its own; on kind give ccm.image and ccm.nodeManager.image, a DaemonSet", p.Path, backend)}
+		case nm.Image != "" && backend != labels.BackendKind:
+			return &InputError{fmt.Errorf("profile %s: ccm.nodeManager.image runs as a DaemonSet in a cluster the harness deploys the CCM into, which only the %s backend does, not %s", p.Path, labels.BackendKind, backend)}
+		}
 	}
 	if img := p.CCM.Image; img != nil && img.Placement == profile.PlacementStaticPod && backend != labels.BackendKind {
 		return &InputError{fmt.Errorf("profile %s: ccm.image.placement staticPod runs the CCM on the control-plane node of a cluster the harness makes and can write files on, which only the %s backend does, not %s", p.Path, labels.BackendKind, backend)}
@@ -98,7 +103,7 @@ func recordCCMIdentity(info *RunInfo, checked *Checked, log logr.Logger) {
 		info.CCMImage = img.Reference
 		info.CCMDigest = img.Digest()
 	}
-	if nm := checked.Profile.CCM.NodeManager; nm != nil {
+	if nm := checked.Profile.CCM.NodeManager; nm != nil && nm.Path != "" {
 		info.NodeManagerBinary = checked.Profile.ResolvePath(nm.Path)
 		info.NodeManagerDigest, _ = filehash.Digest(executableFile(info.NodeManagerBinary))
 	}

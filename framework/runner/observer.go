@@ -50,9 +50,12 @@ type RunInfo struct {
 	CCMModuleSum     string `json:"ccmModuleSum,omitempty"`
 	CCMCloudProvider string `json:"ccmCloudProvider,omitempty"`
 	CCMGoVersion     string `json:"ccmGoVersion,omitempty"`
-	// NodeManagerBinary is the executable of ccm.nodeManager and
-	// NodeManagerDigest its sha256; empty for a profile without one.
+	// NodeManagerBinary is the executable of ccm.nodeManager.path,
+	// NodeManagerImage the image of ccm.nodeManager.image, and
+	// NodeManagerDigest the sha256 of either; empty for a profile without
+	// one.
 	NodeManagerBinary string `json:"nodeManagerBinary,omitempty"`
+	NodeManagerImage  string `json:"nodeManagerImage,omitempty"`
 	NodeManagerDigest string `json:"nodeManagerDigest,omitempty"`
 	// RunID tells this run's containers from others': they carry the
 	// label ccm-conformance.run=RunID.

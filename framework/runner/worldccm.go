@@ -109,7 +109,7 @@ func (l *deploymentCCM) start(ctx context.Context) error {
 	}
 	l.deployed = d.Deployed(w.client)
 	w.logf("the CCM's pod is available; %d nodes await its initialization: %s", len(l.awaiting), strings.Join(l.awaiting, ", "))
-	return nil
+	return w.startNodeManagerDaemonSet(ctx, l.loader)
 }
 
 // clusterImage is ccm.image as a cluster runs it: loaded into the nodes,
@@ -219,6 +219,51 @@ func (l *staticPodCCM) start(ctx context.Context) error {
 	}
 	l.deployed = sp.Deployed(w.client)
 	w.logf("the CCM's static pod %s is ready; %d nodes await its initialization: %s", sp.MirrorPodName(node), len(l.awaiting), strings.Join(l.awaiting, ", "))
+	return w.startNodeManagerDaemonSet(ctx, l.loader)
+}
+
+// startNodeManagerDaemonSet runs ccm.nodeManager.image, where the profile
+// has one, as a DaemonSet on every node of the cluster
+// (ccm.NodeManagerDaemonSet), and waits until each node runs its pod.
+// Its pods' log goes to logs/node-manager.log at the end.
+func (w *world) startNodeManagerDaemonSet(ctx context.Context, loader cluster.ImageLoader) error {
+	nm := w.profile.CCM.NodeManager
+	if nm == nil || nm.Image == "" {
+		return nil
+	}
+	info, err := ccm.InspectImage(ctx, "", nm.Image)
+	if err != nil {
+		return &InputError{fmt.Errorf("profile %s: ccm.nodeManager.image: %w", w.profile.Path, err)}
+	}
+	w.info.NodeManagerImage, w.info.NodeManagerDigest = nm.Image, info.Digest()
+	if err := loader.LoadImage(ctx, nm.Image); err != nil {
+		return &SetupError{Step: "node manager image", Err: err}
+	}
+	args, err := w.ccmExpander.ExpandAll(nm.Args)
+	if err != nil {
+		return &SetupError{Step: "node manager", Err: fmt.Errorf("ccm.nodeManager.args: %w", err)}
+	}
+	env := map[string]string{}
+	for k, v := range nm.Env {
+		if env[k], err = w.ccmExpander.Expand(v); err != nil {
+			return &SetupError{Step: "node manager", Err: fmt.Errorf("ccm.nodeManager.env %s: %w", k, err)}
+		}
+	}
+	ds := ccm.NodeManagerDaemonSet{Image: nm.Image, Args: args, Env: env, RunID: w.runID}
+	w.onTeardown("delete the node manager's DaemonSet", func(ctx context.Context) error {
+		logs, err := ds.Deployed(w.client).Log(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(w.logDir, "node-manager.log"), []byte(logs), 0o644)
+		}
+		return errors.Join(err, ds.Delete(ctx, w.client))
+	})
+	if err := ds.Apply(ctx, w.client); err != nil {
+		return &SetupError{Step: "node manager DaemonSet", Err: err}
+	}
+	w.logf("deployed the node manager image %s as a DaemonSet on every node (pods %q)", nm.Image, ds.Selector())
+	if err := ds.WaitRunning(ctx, w.client, w.profile.Timeout(profile.CCMReady)); err != nil {
+		return &SetupError{Step: "node manager", Err: err}
+	}
 	return nil
 }
 

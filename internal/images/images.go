@@ -70,12 +70,13 @@ type Target struct {
 	Description string
 }
 
-// ReferenceTargets are the reference provider's CCM and its simulated
-// cloud.
+// ReferenceTargets are the reference provider's CCM, its simulated cloud
+// and its node manager.
 func ReferenceTargets() []Target {
 	return []Target{
 		{Name: "reference-ccm", Package: "./providers/reference/cmd/reference-ccm", Description: "The reference provider's cloud-controller-manager (k8s.io/cloud-provider)"},
 		{Name: "reference-cloud", Package: "./providers/reference/cmd/reference-cloud", Description: "The reference provider's simulated cloud API"},
+		{Name: "reference-node-manager", Package: "./providers/reference/cmd/reference-node-manager", Description: "The reference provider's node manager: k8s.io/cloud-provider's cloud node controller for one node"},
 	}
 }
 

@@ -364,9 +364,9 @@ func TestTargetSet(t *testing.T) {
 	for _, tt := range []struct {
 		set, want string
 	}{
-		{set: SetReference, want: "reference-ccm,reference-cloud"},
+		{set: SetReference, want: "reference-ccm,reference-cloud,reference-node-manager"},
 		{set: SetEchoServer, want: "echo-server"},
-		{set: SetAll, want: "reference-ccm,reference-cloud,echo-server"},
+		{set: SetAll, want: "reference-ccm,reference-cloud,reference-node-manager,echo-server"},
 	} {
 		t.Run(tt.set, func(t *testing.T) {
 			ts, err := TargetSet(tt.set)
@@ -387,7 +387,7 @@ func TestTargetSet(t *testing.T) {
 			}
 		})
 	}
-	if got, want := names(ReferenceTargets()), "reference-ccm,reference-cloud"; got != want {
+	if got, want := names(ReferenceTargets()), "reference-ccm,reference-cloud,reference-node-manager"; got != want {
 		t.Errorf("ReferenceTargets() = %s, want %s (make images builds them)", got, want)
 	}
 	if _, err := TargetSet("echo"); err == nil || !strings.Contains(err.Error(), "expected one of reference, echo-server, all") {

@@ -95,9 +95,11 @@ const (
 	// (go1.26.8).
 	MetaCCMGoVersion = "ccm-go-version"
 	// MetaNodeManagerBinary is the node manager executable of a profile
-	// with ccm.nodeManager, and MetaNodeManagerDigest its sha256
+	// with ccm.nodeManager.path, MetaNodeManagerImage its image with
+	// ccm.nodeManager.image, and MetaNodeManagerDigest the sha256 of either
 	// ("sha256:<hex>"); missing for a profile without one.
 	MetaNodeManagerBinary = "node-manager-binary"
+	MetaNodeManagerImage  = "node-manager-image"
 	MetaNodeManagerDigest = "node-manager-digest"
 )
 

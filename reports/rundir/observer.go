@@ -152,6 +152,7 @@ func runMetadata(info runner.RunInfo) map[string]any {
 	set(prow.MetaCCMCloudProvider, info.CCMCloudProvider)
 	set(prow.MetaCCMGoVersion, info.CCMGoVersion)
 	set(prow.MetaNodeManagerBinary, info.NodeManagerBinary)
+	set(prow.MetaNodeManagerImage, info.NodeManagerImage)
 	set(prow.MetaNodeManagerDigest, info.NodeManagerDigest)
 	set(prow.MetaLabelFilter, info.LabelFilter)
 	if info.Seed != 0 {

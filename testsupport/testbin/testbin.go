@@ -199,6 +199,25 @@ func ReferenceNodeManagerProfile(t testing.TB, dir, binDir string, extraNodeMana
 	})
 }
 
+// ReferenceKindNodeManagerProfile is ReferenceKindProfile for
+// reference-kind-node-manager.yaml, with nodeManagerImage in place of its
+// node manager's image and extraNodeManagerArgs added to its args.
+func ReferenceKindNodeManagerProfile(t testing.TB, dir, binDir, image, nodeManagerImage string, extraNodeManagerArgs []string, mutate func(string) string) string {
+	t.Helper()
+	return imageProfile(t, "reference-kind-node-manager.yaml", dir, binDir, image, nil, func(s string) string {
+		const anchor = "    image: ccm-conformance/reference-node-manager:latest\n    args:\n"
+		if !strings.Contains(s, anchor) {
+			t.Fatalf("reference-kind-node-manager.yaml has no node manager image and args to replace (%q)", anchor)
+		}
+		s = strings.Replace(s, anchor, "    image: "+nodeManagerImage+"\n    args:\n", 1)
+		s = addArgs(s, "    image: "+nodeManagerImage+"\n    args:\n", extraNodeManagerArgs)
+		if mutate != nil {
+			s = mutate(s)
+		}
+		return s
+	})
+}
+
 // imageProfile writes a profile of the tree that runs the reference CCM's
 // image, with image in place of ccm.image.reference.
 func imageProfile(t testing.TB, file, dir, binDir, image string, extraCCMArgs []string, mutate func(string) string) string {
@@ -322,6 +341,13 @@ func DockerAvailable() error {
 func ReferenceCCMImage(t testing.TB) (reference, id string) {
 	t.Helper()
 	return buildTestImage(t, images.ReferenceTargets(), "reference-ccm")
+}
+
+// ReferenceNodeManagerImage is ReferenceCCMImage for the reference node
+// manager, run as a DaemonSet on kind.
+func ReferenceNodeManagerImage(t testing.TB) (reference, id string) {
+	t.Helper()
+	return buildTestImage(t, images.ReferenceTargets(), "reference-node-manager")
 }
 
 // EchoServerImage is ReferenceCCMImage for the echo server, the backend
