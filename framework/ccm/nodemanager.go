@@ -200,7 +200,9 @@ func (n NodeManagerDaemonSet) Delete(ctx context.Context, client kubernetes.Inte
 		{"DaemonSet", func() error { return client.AppsV1().DaemonSets(n.Namespace).Delete(ctx, n.Name, background) }},
 		{"ClusterRoleBinding", func() error { return client.RbacV1().ClusterRoleBindings().Delete(ctx, n.Name, metav1.DeleteOptions{}) }},
 		{"ClusterRole", func() error { return client.RbacV1().ClusterRoles().Delete(ctx, n.Name, metav1.DeleteOptions{}) }},
-		{"ServiceAccount", func() error { return client.CoreV1().ServiceAccounts(n.Namespace).Delete(ctx, n.Name, metav1.DeleteOptions{}) }},
+		{"ServiceAccount", func() error {
+			return client.CoreV1().ServiceAccounts(n.Namespace).Delete(ctx, n.Name, metav1.DeleteOptions{})
+		}},
 	} {
 		if err := x.del(); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %s %s: %w", x.what, n.Name, err))
