@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
-
-	"maps"
 
 	"github.com/ccm-conformance/ccm-conformance/reports/rundir/rundirtest"
 	"github.com/ccm-conformance/ccm-conformance/reports/store"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,9 +18,10 @@ type Deployed struct {
 	Namespace     string
 	LabelSelector string
 	Container     string
-	// Since, when set, leaves out what the pods logged before it: a CCM
-	// that has run for a week logged much before the run began.
-	Since time.Time
+	// TailLines, when above 0, keeps only each pod's last TailLines log
+	// lines: a CCM that has run for weeks logged more than a run needs,
+	// and the run's part is at the end.
+	TailLines int64
 }
 
 // Pods lists the CCM's pods.
@@ -82,7 +82,9 @@ func ImageDigest(imageID string) string {
 	return ""
 }
 
-// Log returns the logs of every CCM pod, each headed by the pod's name.
+// Log returns the logs of every CCM pod, each headed by the pod's name:
+// of the container named Container, else of each pod's first, as Image
+// reads them; with TailLines, only the last lines of each.
 func (d *Deployed) Log(ctx context.Context) (string, error) {
 	pods, err := d.Pods(ctx)
 	if err != nil {
@@ -90,26 +92,32 @@ func (d *Deployed) Log(ctx context.Context) (string, error) {
 	}
 	var b strings.Builder
 	for _, p := range pods {
+		container := d.Container
+		if container == "" && len(p.Spec.Containers) > 0 {
+			container = p.Spec.Containers[0].Name
+		}
+		logOptions := func(previous bool) *corev1.PodLogOptions {
+			opts := &corev1.PodLogOptions{Container: container, Previous: previous}
+			if d.TailLines > 0 {
+				opts.TailLines = &d.TailLines
+			}
+			return opts
+		}
 		if restarted(p) {
 			// A CCM that crashed said why in its previous container's log.
-			opts := &corev1.PodLogOptions{Container: d.Container, Previous: true}
-			if stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx); err == nil {
+			if stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, logOptions(true)).Stream(ctx); err == nil {
 				fmt.Fprintf(&b, "== %s (the container before its last restart)\n", p.Name)
-				_, _ = io.Copy(&b, io.LimitReader(stream, 16<<20))
+				_, _ = io.Copy(&b, io.LimitReader(stream, maxPodLog))
 				stream.Close()
 			}
 		}
-		opts := &corev1.PodLogOptions{Container: d.Container}
-		if !d.Since.IsZero() {
-			opts.SinceTime = &metav1.Time{Time: d.Since}
-		}
-		stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
+		stream, err := d.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, logOptions(false)).Stream(ctx)
 		if err != nil {
 			fmt.Fprintf(&b, "== %s: log unavailable: %v\n", p.Name, err)
 			continue
 		}
 		fmt.Fprintf(&b, "== %s\n", p.Name)
-		_, err = io.Copy(&b, io.LimitReader(stream, 16<<20))
+		_, err = io.Copy(&b, io.LimitReader(stream, maxPodLog))
 		stream.Close()
 		if err != nil {
 			fmt.Fprintf(&b, "\n== %s: log cut short: %v\n", p.Name, err)
@@ -117,6 +125,11 @@ func (d *Deployed) Log(ctx context.Context) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// maxPodLog bounds what Log reads of one container's log. With TailLines
+// at most a few MB (klog lines are about 200 bytes), it never cuts the
+// end, where the run's part is.
+const maxPodLog = 16 << 20
 
 // restarted says whether a container of the pod has restarted.
 func restarted(p corev1.Pod) bool {

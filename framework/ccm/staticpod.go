@@ -253,6 +253,9 @@ func (s StaticPod) WaitGone(ctx context.Context, client kubernetes.Interface, no
 		}
 		select {
 		case <-waitCtx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("waiting for static pod %s/%s to go: %w", metav1.NamespaceSystem, name, ctx.Err())
+			}
 			return fmt.Errorf("static pod %s/%s still there %s after its manifest was removed", metav1.NamespaceSystem, name, timeout)
 		case <-time.After(deploymentPoll):
 		}

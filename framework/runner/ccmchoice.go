@@ -42,7 +42,7 @@ func checkCCMInput(p *profile.Profile, backend cluster.Backend) error {
 			return &InputError{fmt.Errorf("profile %s: ccm.binary.path: %w", p.Path, err)}
 		}
 	}
-	if nm := p.CCM.NodeManager; nm != nil {
+	if nm := p.CCM.NodeManager; nm != nil && nm.Path != "" {
 		if err := checkExecutable(p.ResolvePath(nm.Path)); err != nil {
 			return &InputError{fmt.Errorf("profile %s: ccm.nodeManager.path: %w", p.Path, err)}
 		}
@@ -88,6 +88,20 @@ func inspectCCMImage(ctx context.Context, p *profile.Profile) (*ccm.ImageInfo, e
 	return &info, nil
 }
 
+// inspectNodeManagerImage is what the Docker engine knows of
+// ccm.nodeManager.image, or nil for a profile without one.
+func inspectNodeManagerImage(ctx context.Context, p *profile.Profile) (*ccm.ImageInfo, error) {
+	nm := p.CCM.NodeManager
+	if nm == nil || nm.Image == "" {
+		return nil, nil
+	}
+	info, err := ccm.InspectImage(ctx, "", nm.Image)
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("profile %s: ccm.nodeManager.image: %w", p.Path, err)}
+	}
+	return &info, nil
+}
+
 // recordCCMIdentity puts into the run's info what names the CCM that ran:
 // the executable with its digest and module, or the image with its digest,
 // and the node manager's executable with its digest. A CCM already
@@ -106,6 +120,10 @@ func recordCCMIdentity(info *RunInfo, checked *Checked, log logr.Logger) {
 	if nm := checked.Profile.CCM.NodeManager; nm != nil && nm.Path != "" {
 		info.NodeManagerBinary = checked.Profile.ResolvePath(nm.Path)
 		info.NodeManagerDigest, _ = filehash.Digest(executableFile(info.NodeManagerBinary))
+	}
+	if img := checked.NodeManagerImage; img != nil {
+		info.NodeManagerImage = img.Reference
+		info.NodeManagerDigest = img.Digest()
 	}
 }
 

@@ -38,6 +38,9 @@ type Checked struct {
 	// Image is what the local Docker engine knows of ccm.image; nil when
 	// the profile names none.
 	Image *ccm.ImageInfo
+	// NodeManagerImage is what the local Docker engine knows of
+	// ccm.nodeManager.image; nil when the profile names none.
+	NodeManagerImage *ccm.ImageInfo
 	// CCMBinary is the CCM executable (CCMExecutable), which Run sets
 	// once it has built a ccm.binary.module, before any cluster starts;
 	// CheckProfile leaves it "", since it never builds.
@@ -76,6 +79,9 @@ func CheckProfile(ctx context.Context, opts CheckOptions) (*Checked, error) {
 	}
 	checked := &Checked{Profile: p}
 	if checked.Image, err = inspectCCMImage(ctx, p); err != nil {
+		return nil, err
+	}
+	if checked.NodeManagerImage, err = inspectNodeManagerImage(ctx, p); err != nil {
 		return nil, err
 	}
 	if checked.Driver, err = checkDriver(ctx, p); err != nil {

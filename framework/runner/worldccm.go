@@ -42,9 +42,15 @@ type ccmNodeWatcher interface {
 	awaitingNodes() []string
 }
 
+// deployedLogLines is how many of a deployed CCM pod's last log lines the
+// run keeps: its start (flags, version) as well as the run for a CCM
+// deployed for the run, the run's part for one that has run for weeks.
+const deployedLogLines = 20000
+
 // deployedCCM is a CCM that already runs in the cluster (ccm.deployed):
-// the harness only waits for its pods, reads their logs (and keeps them in
-// logs/ccm.log at the end) and records the image they run.
+// the harness only waits for its pods, reads their logs (and keeps their
+// last deployedLogLines lines in logs/ccm.log at the end, also when they
+// never became ready) and records the image they run.
 type deployedCCM struct {
 	w        *world
 	deployed *ccm.Deployed
@@ -52,12 +58,12 @@ type deployedCCM struct {
 
 func (l *deployedCCM) start(ctx context.Context) error {
 	d := l.w.profile.CCM.Deployed
-	l.deployed = &ccm.Deployed{Client: l.w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container, Since: time.Now()}
+	l.deployed = &ccm.Deployed{Client: l.w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container, TailLines: deployedLogLines}
+	l.w.onTeardown("keep the deployed CCM's log", func(ctx context.Context) error { return l.w.keepCCMLog(ctx, l.deployed) })
 	if err := l.deployed.WaitReady(ctx); err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
 	l.w.logf("the CCM runs in the cluster (pods %q in %s)", d.LabelSelector, d.Namespace)
-	l.w.onTeardown("keep the deployed CCM's log", func(ctx context.Context) error { return l.w.keepCCMLog(ctx, l.deployed) })
 	// What names the CCM in the results (half of the LKG pair) is what
 	// its pods run.
 	image, digest, err := l.deployed.Image(ctx)
@@ -172,6 +178,10 @@ type staticPodCCM struct {
 	awaiting []string
 }
 
+// staticPodGone bounds the wait for the kubelet to stop the static pod
+// once its manifest is gone: the teardown's other steps share its time.
+const staticPodGone = 30 * time.Second
+
 func (l *staticPodCCM) start(ctx context.Context) error {
 	w := l.w
 	if l.host == nil {
@@ -207,7 +217,7 @@ func (l *staticPodCCM) start(ctx context.Context) error {
 		if rmErr := l.host.RemoveNodePath(ctx, manifestPath); rmErr != nil {
 			return errors.Join(err, rmErr)
 		}
-		return errors.Join(err, sp.WaitGone(ctx, w.client, node, w.profile.Timeout(profile.CCMReady)))
+		return errors.Join(err, sp.WaitGone(ctx, w.client, node, staticPodGone))
 	})
 	if err := l.host.WriteNodeFile(ctx, manifestPath, manifest, 0o600); err != nil {
 		return &SetupError{Step: "ccm static pod", Err: err}
@@ -231,11 +241,8 @@ func (w *world) startNodeManagerDaemonSet(ctx context.Context, loader cluster.Im
 	if nm == nil || nm.Image == "" {
 		return nil
 	}
-	info, err := ccm.InspectImage(ctx, "", nm.Image)
-	if err != nil {
-		return &InputError{fmt.Errorf("profile %s: ccm.nodeManager.image: %w", w.profile.Path, err)}
-	}
-	w.info.NodeManagerImage, w.info.NodeManagerDigest = nm.Image, info.Digest()
+	// Its image was found in the Docker engine and recorded
+	// (inspectNodeManagerImage, recordCCMIdentity) before the run.
 	if err := loader.LoadImage(ctx, nm.Image); err != nil {
 		return &SetupError{Step: "node manager image", Err: err}
 	}

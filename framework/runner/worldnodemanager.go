@@ -17,10 +17,11 @@ import (
 )
 
 // nodeManagerAgent is the simulated nodes' agent that runs the profile's
-// node manager, or nil when the profile has none.
+// node manager executable, or nil when the profile has none (a node
+// manager image runs as a DaemonSet instead: startNodeManagerDaemonSet).
 func (w *world) nodeManagerAgent() nodes.Agent {
 	nm := w.profile.CCM.NodeManager
-	if nm == nil {
+	if nm == nil || nm.Path == "" {
 		return nil
 	}
 	return func(_ context.Context, node string) (func(), error) {
