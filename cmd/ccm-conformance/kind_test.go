@@ -196,47 +196,36 @@ func kindDefectCases() []defectCase {
 			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint":  {"Service ccm-lb-", "/local: expected every probe through", "answered once the health checks pass"},
 		},
 	}, {
-		// The node manager topology on kind: the CCM's Deployment without
-		// its node controller, reference-node-manager as a DaemonSet on
-		// every node (ccm.nodeManager.image). The node managers initialize
-		// the real nodes; given a wrong zone, they fail the zone spec
-		// alone.
-		name: "node manager DaemonSet on kind", defects: "wrong-zone", kind: true, nodeManager: true,
-		labelFilter: "InstancesV2",
-		failing: map[string][]string{
-			"labels each node with its instance's zone and region": {"node ccmc-", "topology.kubernetes.io/zone", "-wrong"},
-		},
-		afterRun: func(t *testing.T, artifacts string, res result) {
-			if !strings.Contains(res.stdout, "as a DaemonSet on every node") {
-				t.Errorf("the run does not say it deployed the node manager as a DaemonSet:\n%s", tail(res.stdout, 40))
-			}
-			if meta := readMetadata(t, artifacts); !strings.Contains(fmt.Sprint(meta[prow.MetaNodeManagerImage]), "reference-node-manager") || meta[prow.MetaNodeManagerDigest] == nil {
-				t.Errorf("metadata.json: %s %v, %s %v; want the node manager's image and digest", prow.MetaNodeManagerImage, meta[prow.MetaNodeManagerImage], prow.MetaNodeManagerDigest, meta[prow.MetaNodeManagerDigest])
-			}
-			if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", "node-manager.log")); err != nil || !strings.Contains(string(log), "== cloud-node-manager-") {
-				t.Errorf("the node managers' log is not in the artifacts (%v):\n%s", err, tail(string(log), 10))
-			}
-		},
-	}, {
-		// The CCM beside kube-controller-manager, a static pod of the
-		// control-plane node's kubelet with its kubeconfig
-		// (ccm.image.placement: staticPod): it initializes the real
-		// nodes and routes their pod networks as the Deployment does,
-		// and a wrong zone fails the zone spec alone.
-		name: "static pod on kind", defects: "wrong-zone", kind: true,
+		// The topologies beside the Deployment, in one cluster: the CCM
+		// as a static pod of the control-plane node's kubelet, beside
+		// kube-controller-manager and with its kubeconfig
+		// (ccm.image.placement: staticPod), without its node controller;
+		// reference-node-manager as a DaemonSet on every node
+		// (ccm.nodeManager.image) initializing the real nodes. The static
+		// pod CCM routes the pod networks as the Deployment does; node
+		// managers given a wrong zone fail the zone spec alone.
+		name: "static pod CCM and node manager DaemonSet on kind", defects: "wrong-zone", kind: true, nodeManager: true,
 		labelFilter: "InstancesV2 || Routes",
 		profileEdit: func(s string) string {
+			// ccm.image's reference: the node manager's image is "image:".
 			return regexp.MustCompile(`(?m)^(    reference: .*\n)`).ReplaceAllString(s, "${1}    placement: staticPod\n")
 		},
 		failing: map[string][]string{
 			"labels each node with its instance's zone and region": {"node ccmc-", "topology.kubernetes.io/zone", "-wrong"},
 		},
 		afterRun: func(t *testing.T, artifacts string, res result) {
-			if !strings.Contains(res.stdout, "as static pod /etc/kubernetes/manifests/cloud-controller-manager.yaml on node ccmc-") {
-				t.Errorf("the run does not say it wrote the CCM as a static pod:\n%s", tail(res.stdout, 40))
+			for _, said := range []string{"as static pod /etc/kubernetes/manifests/cloud-controller-manager.yaml on node ccmc-", "as a DaemonSet on every node"} {
+				if !strings.Contains(res.stdout, said) {
+					t.Errorf("the run does not say %q:\n%s", said, tail(res.stdout, 40))
+				}
 			}
-			if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", "ccm.log")); err != nil || !strings.Contains(string(log), "== cloud-controller-manager-ccmc-") {
-				t.Errorf("the static pod's log is not in the artifacts (%v):\n%s", err, tail(string(log), 10))
+			if meta := readMetadata(t, artifacts); !strings.Contains(fmt.Sprint(meta[prow.MetaNodeManagerImage]), "reference-node-manager") || meta[prow.MetaNodeManagerDigest] == nil {
+				t.Errorf("metadata.json: %s %v, %s %v; want the node manager's image and digest", prow.MetaNodeManagerImage, meta[prow.MetaNodeManagerImage], prow.MetaNodeManagerDigest, meta[prow.MetaNodeManagerDigest])
+			}
+			for file, header := range map[string]string{"ccm.log": "== cloud-controller-manager-ccmc-", "node-manager.log": "== cloud-node-manager-"} {
+				if log, err := os.ReadFile(filepath.Join(artifacts, "artifacts", "logs", file)); err != nil || !strings.Contains(string(log), header) {
+					t.Errorf("logs/%s in the artifacts lacks %q (%v):\n%s", file, header, err, tail(string(log), 10))
+				}
 			}
 		},
 	}}
