@@ -106,14 +106,7 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 	// driver creates instances: the harness registers a Node for one as a
 	// kubelet would, and the CCM must initialize it during the spec. A CCM
 	// whose controllers do nothing fails them.
-	const joinFilter = "InstancesV2 && !NodeIPAnnotation"
-	join := []string{
-		"removes the uninitialized taint from every node and sets a providerID",
-		"sets each node's providerID to its instance's",
-		"gives each node the addresses its instance has in the cloud",
-		"labels each node with its instance type",
-		"labels each node with its instance's zone and region",
-	}
+	join := joinSpecs
 	for _, tt := range []struct {
 		name   string
 		edit   func(string) string
@@ -234,6 +227,19 @@ func TestIntegrationNodeLifecycleOnRealNodes(t *testing.T) {
 		})
 	}
 
+}
+
+// joinFilter selects the node addressing specs that watch a node join,
+// joinSpecs: on an existing cluster they run on a Node the harness
+// registers (framework.RegisterNode).
+const joinFilter = "InstancesV2 && !NodeIPAnnotation"
+
+var joinSpecs = []string{
+	"removes the uninitialized taint from every node and sets a providerID",
+	"sets each node's providerID to its instance's",
+	"gives each node the addresses its instance has in the cloud",
+	"labels each node with its instance type",
+	"labels each node with its instance's zone and region",
 }
 
 // expectListForesaw checks that `list --backend kubeconfig` foresaw which

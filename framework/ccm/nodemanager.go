@@ -1,6 +1,7 @@
 package ccm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,21 +45,17 @@ type NodeManagerDaemonSet struct {
 	RunID string
 }
 
+// withDefaults fills Name and Namespace.
 func (n NodeManagerDaemonSet) withDefaults() NodeManagerDaemonSet {
-	if n.Name == "" {
-		n.Name = NodeManagerName
-	}
-	if n.Namespace == "" {
-		n.Namespace = StandardNamespace
-	}
+	d := n.deployment()
+	n.Name, n.Namespace = d.Name, d.Namespace
 	return n
 }
 
 // deployment gives the labels, meta and validation it shares with the
 // CCM's Deployment.
 func (n NodeManagerDaemonSet) deployment() StandardDeployment {
-	n = n.withDefaults()
-	return StandardDeployment{Name: n.Name, Namespace: n.Namespace, Image: n.Image, Env: n.Env, RunID: n.RunID}
+	return StandardDeployment{Name: cmp.Or(n.Name, NodeManagerName), Namespace: n.Namespace, Image: n.Image, Env: n.Env, RunID: n.RunID}.withDefaults()
 }
 
 // Selector is the label selector of the node manager's pods.
@@ -153,24 +150,8 @@ func (n NodeManagerDaemonSet) Objects() ([]runtime.Object, error) {
 			},
 		},
 	}
-	return []runtime.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: d.meta(n.Name, n.Namespace),
-		},
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: d.meta(n.Name, ""),
-			Rules:      NodeManagerRules(),
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: d.meta(n.Name, ""),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: n.Name},
-			Subjects:   []rbacv1.Subject{subject},
-		},
-		ds,
-	}, nil
+	objs := append([]runtime.Object{d.serviceAccount()}, d.clusterRole(NodeManagerRules(), subject)...)
+	return append(objs, ds), nil
 }
 
 // Apply creates each object, or updates it where it exists.
@@ -179,12 +160,7 @@ func (n NodeManagerDaemonSet) Apply(ctx context.Context, client kubernetes.Inter
 	if err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if err := applyObject(ctx, client, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return applyObjects(ctx, client, objs)
 }
 
 // Delete removes every object Apply makes, the DaemonSet first (its pods

@@ -267,15 +267,32 @@ func (d StandardDeployment) Objects() ([]runtime.Object, error) {
 		return nil, fmt.Errorf("standard deployment of the CCM: %w", err)
 	}
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: d.Name, Namespace: d.Namespace}
-	return append([]runtime.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: d.meta(d.Name, d.Namespace),
-		},
+	objs := append([]runtime.Object{d.serviceAccount()}, d.clusterRole(StandardRules(), subject)...)
+	return append(append(objs,
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+			ObjectMeta: d.meta(d.authReaderBindingName(), metav1.NamespaceSystem),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: authReaderRole},
+			Subjects:   []rbacv1.Subject{subject},
+		}), append(d.fileObjects(), dep)...), nil
+}
+
+// serviceAccount is the ServiceAccount named d.Name in d.Namespace.
+func (d StandardDeployment) serviceAccount() *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: d.meta(d.Name, d.Namespace),
+	}
+}
+
+// clusterRole is the ClusterRole named d.Name with rules and its
+// ClusterRoleBinding to subject.
+func (d StandardDeployment) clusterRole(rules []rbacv1.PolicyRule, subject rbacv1.Subject) []runtime.Object {
+	return []runtime.Object{
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: d.meta(d.Name, ""),
-			Rules:      StandardRules(),
+			Rules:      rules,
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
@@ -283,13 +300,7 @@ func (d StandardDeployment) Objects() ([]runtime.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: d.Name},
 			Subjects:   []rbacv1.Subject{subject},
 		},
-		&rbacv1.RoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-			ObjectMeta: d.meta(d.authReaderBindingName(), metav1.NamespaceSystem),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: authReaderRole},
-			Subjects:   []rbacv1.Subject{subject},
-		},
-	}, append(d.fileObjects(), dep)...), nil
+	}
 }
 
 // fileObjects are the ConfigMap and the Secret that hold the files, each
@@ -543,6 +554,11 @@ func (d StandardDeployment) Apply(ctx context.Context, client kubernetes.Interfa
 	if err != nil {
 		return err
 	}
+	return applyObjects(ctx, client, objs)
+}
+
+// applyObjects applies each of objs in order.
+func applyObjects(ctx context.Context, client kubernetes.Interface, objs []runtime.Object) error {
 	for _, o := range objs {
 		if err := applyObject(ctx, client, o); err != nil {
 			return err

@@ -163,30 +163,12 @@ func (s StaticPod) pod() (*corev1.Pod, error) {
 // user already reads extension-apiserver-authentication (Kubernetes binds
 // it so), which delegated authentication needs.
 func (s StaticPod) RBAC() []runtime.Object {
-	d := s.deployment()
-	return []runtime.Object{
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: d.meta(d.Name, ""),
-			Rules:      StandardRules(),
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: d.meta(d.Name, ""),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: d.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controllerManagerUser}},
-		},
-	}
+	return s.deployment().clusterRole(StandardRules(), rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controllerManagerUser})
 }
 
 // ApplyRBAC creates or updates the RBAC objects.
 func (s StaticPod) ApplyRBAC(ctx context.Context, client kubernetes.Interface) error {
-	for _, o := range s.RBAC() {
-		if err := applyObject(ctx, client, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return applyObjects(ctx, client, s.RBAC())
 }
 
 // DeleteRBAC removes the RBAC objects; what is gone already is no error.

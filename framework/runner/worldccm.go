@@ -96,9 +96,7 @@ func (l *deploymentCCM) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.awaiting, err = framework.UninitializedNodes(ctx, w.client); err != nil {
-		return &SetupError{Step: "ccm", Err: err}
-	}
+	l.awaiting = img.awaiting
 	d := ccm.StandardDeployment{Image: img.reference, Args: img.args, Env: img.env, Files: img.files, RunID: w.runID}
 	if err := d.Apply(ctx, w.client); err != nil {
 		return &SetupError{Step: "ccm deployment", Err: err}
@@ -119,16 +117,18 @@ func (l *deploymentCCM) start(ctx context.Context) error {
 }
 
 // clusterImage is ccm.image as a cluster runs it: loaded into the nodes,
-// its args, env and files expanded.
+// its args, env and files expanded; awaiting are the nodes that await a
+// CCM's initialization once it is loaded, just before the CCM starts.
 type clusterImage struct {
 	reference string
 	args      []string
 	env       map[string]string
 	files     []ccm.File
+	awaiting  []string
 }
 
-// ccmImageInCluster loads the profile's CCM image into the cluster's nodes
-// and expands what its container gets.
+// ccmImageInCluster loads the profile's CCM image into the cluster's nodes,
+// expands what its container gets, and records the nodes that await it.
 func (w *world) ccmImageInCluster(ctx context.Context, loader cluster.ImageLoader) (clusterImage, error) {
 	img := w.profile.CCM.Image
 	// The tag, not the ID: an image saved by ID has no name in the nodes.
@@ -147,6 +147,9 @@ func (w *world) ccmImageInCluster(ctx context.Context, loader cluster.ImageLoade
 	}
 	w.info.CCMEnv = slices.Sorted(maps.Keys(out.env))
 	if out.files, err = w.ccmFiles(w.ccmExpander); err != nil {
+		return clusterImage{}, &SetupError{Step: "ccm", Err: err}
+	}
+	if out.awaiting, err = framework.UninitializedNodes(ctx, w.client); err != nil {
 		return clusterImage{}, &SetupError{Step: "ccm", Err: err}
 	}
 	return out, nil
@@ -191,9 +194,7 @@ func (l *staticPodCCM) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.awaiting, err = framework.UninitializedNodes(ctx, w.client); err != nil {
-		return &SetupError{Step: "ccm", Err: err}
-	}
+	l.awaiting = img.awaiting
 	sp := ccm.StaticPod{Image: img.reference, Args: img.args, Env: img.env, Files: img.files, RunID: w.runID}
 	manifest, err := sp.Manifest()
 	if err != nil {
