@@ -33,6 +33,9 @@ func runHarness(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "ccm-conformance"), args...)
 	cmd.Env = append(os.Environ(), env...)
+	// What a run writes by default (_artifacts) goes into a directory of
+	// the test's, not into the source tree.
+	cmd.Dir = t.TempDir()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
