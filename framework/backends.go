@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/ccm"
 )
 
 // DefaultEchoImage is the echo server image the harness loads into kind's
@@ -133,26 +135,17 @@ func (b *EchoBackends) ReadyPods(ctx context.Context, f *Framework) (map[string]
 	}
 	ready := map[string]string{}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && ccm.PodReady(&p) {
 			ready[p.Name] = p.Spec.NodeName
 		}
 	}
 	return ready, nil
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // waitPodsReady waits until the Deployment has n ready pods, at most
 // backendsTimeout; the error names each pod's state.
 func (f *Framework) waitPodsReady(ctx context.Context, ns string, podLabels map[string]string, n int) error {
-	return f.waitPods(ctx, ns, podLabels, n, "ready", podReady)
+	return f.waitPods(ctx, ns, podLabels, n, "ready", ccm.PodReady)
 }
 
 func (f *Framework) waitPodsRunning(ctx context.Context, ns string, podLabels map[string]string, n int) error {

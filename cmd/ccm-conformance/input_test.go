@@ -28,12 +28,7 @@ func TestBadInput(t *testing.T) {
 
 	// An unreachable cluster: a kubeconfig pointing at a port nothing
 	// listens on.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := l.Addr().String()
-	l.Close()
+	deadAddr := net.JoinHostPort("127.0.0.1", freePort(t, "127.0.0.1"))
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
 kind: Config

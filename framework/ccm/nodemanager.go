@@ -192,36 +192,36 @@ func (n NodeManagerDaemonSet) Delete(ctx context.Context, client kubernetes.Inte
 // not in its node ends the wait at once.
 func (n NodeManagerDaemonSet) WaitRunning(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
 	n = n.withDefaults()
-	waitCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := "no DaemonSet status yet"
-	for {
-		ds, err := client.AppsV1().DaemonSets(n.Namespace).Get(waitCtx, n.Name, metav1.GetOptions{})
-		if err == nil {
-			s := ds.Status
-			last = fmt.Sprintf("%d of %d pods scheduled, %d updated, %d available", s.CurrentNumberScheduled, s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberAvailable)
-			if s.ObservedGeneration >= ds.Generation && s.DesiredNumberScheduled > 0 &&
-				s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberAvailable == s.DesiredNumberScheduled {
-				return nil
-			}
-			pods, err := client.CoreV1().Pods(n.Namespace).List(waitCtx, metav1.ListOptions{LabelSelector: n.Selector()})
-			if err == nil {
-				for _, p := range pods.Items {
-					for _, cs := range p.Status.ContainerStatuses {
-						if cs.State.Waiting != nil && waitingForever[cs.State.Waiting.Reason] {
-							return fmt.Errorf("node manager DaemonSet %s/%s cannot run: %s", n.Namespace, n.Name, describePod(p, n.Name))
-						}
-					}
-				}
+	last, stuck := "no DaemonSet status yet", ""
+	switch poll(ctx, timeout, func(ctx context.Context) (done, hopeless bool) {
+		ds, err := client.AppsV1().DaemonSets(n.Namespace).Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, false
+		}
+		s := ds.Status
+		last = fmt.Sprintf("%d of %d pods scheduled, %d updated, %d available", s.CurrentNumberScheduled, s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberAvailable)
+		if s.ObservedGeneration >= ds.Generation && s.DesiredNumberScheduled > 0 &&
+			s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberAvailable == s.DesiredNumberScheduled {
+			return true, false
+		}
+		pods, err := client.CoreV1().Pods(n.Namespace).List(ctx, metav1.ListOptions{LabelSelector: n.Selector()})
+		if err != nil {
+			return false, false
+		}
+		for _, p := range pods.Items {
+			if waitsForever(p) {
+				stuck = describePod(p, n.Name)
+				return false, true
 			}
 		}
-		select {
-		case <-waitCtx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("waiting for node manager DaemonSet %s/%s: %w", n.Namespace, n.Name, ctx.Err())
-			}
-			return fmt.Errorf("node manager DaemonSet %s/%s not running on every node within %s: %s", n.Namespace, n.Name, timeout, last)
-		case <-time.After(deploymentPoll):
-		}
+		return false, false
+	}) {
+	case pollDone:
+		return nil
+	case pollHopeless:
+		return fmt.Errorf("node manager DaemonSet %s/%s cannot run: %s", n.Namespace, n.Name, stuck)
+	case pollCancelled:
+		return fmt.Errorf("waiting for node manager DaemonSet %s/%s: %w", n.Namespace, n.Name, ctx.Err())
 	}
+	return fmt.Errorf("node manager DaemonSet %s/%s not running on every node within %s: %s", n.Namespace, n.Name, timeout, last)
 }

@@ -687,31 +687,70 @@ var waitingForever = map[string]bool{"ErrImageNeverPull": true, "InvalidImageNam
 // restarts, and the last lines of its log.
 func (d StandardDeployment) WaitAvailable(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
 	d = d.withDefaults()
+	var lastErr error
+	switch poll(ctx, timeout, func(ctx context.Context) (done, hopeless bool) {
+		done, hopeless, lastErr = d.available(ctx, client)
+		return done, hopeless
+	}) {
+	case pollDone:
+		return nil
+	case pollHopeless:
+		return fmt.Errorf("CCM deployment %s/%s cannot become available: %s", d.Namespace, d.Name, d.describe(ctx, client))
+	case pollCancelled:
+		return fmt.Errorf("waiting for CCM deployment %s/%s: %w", d.Namespace, d.Name, ctx.Err())
+	}
+	msg := fmt.Sprintf("CCM deployment %s/%s not available within %s: %s", d.Namespace, d.Name, timeout, d.describe(ctx, client))
+	if lastErr != nil {
+		msg += fmt.Sprintf(" (last error: %v)", lastErr)
+	}
+	return errors.New(msg)
+}
+
+// pollOutcome is how a poll ended.
+type pollOutcome int
+
+const (
+	pollDone pollOutcome = iota
+	// pollHopeless: check saw a state no wait mends.
+	pollHopeless
+	pollTimedOut
+	// pollCancelled: the caller's context ended first.
+	pollCancelled
+)
+
+// poll asks check every deploymentPoll, with a context bounded by timeout,
+// until it says done or hopeless, or the time is up.
+func poll(ctx context.Context, timeout time.Duration, check func(context.Context) (done, hopeless bool)) pollOutcome {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var lastErr error
 	for {
-		done, hopeless, err := d.available(waitCtx, client)
-		if done {
-			return nil
-		}
-		lastErr = err
-		if hopeless {
-			return fmt.Errorf("CCM deployment %s/%s cannot become available: %s", d.Namespace, d.Name, d.describe(ctx, client))
+		done, hopeless := check(waitCtx)
+		switch {
+		case done:
+			return pollDone
+		case hopeless:
+			return pollHopeless
 		}
 		select {
 		case <-waitCtx.Done():
 			if ctx.Err() != nil {
-				return fmt.Errorf("waiting for CCM deployment %s/%s: %w", d.Namespace, d.Name, ctx.Err())
+				return pollCancelled
 			}
-			msg := fmt.Sprintf("CCM deployment %s/%s not available within %s: %s", d.Namespace, d.Name, timeout, d.describe(ctx, client))
-			if lastErr != nil {
-				msg += fmt.Sprintf(" (last error: %v)", lastErr)
-			}
-			return errors.New(msg)
+			return pollTimedOut
 		case <-time.After(deploymentPoll):
 		}
 	}
+}
+
+// waitsForever says whether a container of p waits for a reason no wait
+// mends (waitingForever).
+func waitsForever(p corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Waiting != nil && waitingForever[cs.State.Waiting.Reason] {
+			return true
+		}
+	}
+	return false
 }
 
 // available says whether the Deployment's current generation is rolled out
@@ -734,10 +773,8 @@ func (d StandardDeployment) available(ctx context.Context, client kubernetes.Int
 		return false, false, err
 	}
 	for _, p := range pods.Items {
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.State.Waiting != nil && waitingForever[cs.State.Waiting.Reason] {
-				return false, true, nil
-			}
+		if waitsForever(p) {
+			return false, true, nil
 		}
 	}
 	return false, false, nil

@@ -192,59 +192,46 @@ func (s StaticPod) MirrorPodName(node string) string { return s.deployment().Nam
 // error says what the pod shows.
 func (s StaticPod) WaitReady(ctx context.Context, client kubernetes.Interface, node string, timeout time.Duration) error {
 	name := s.MirrorPodName(node)
-	waitCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	last := "no mirror pod yet (the kubelet has not read the manifest)"
-	for {
-		pod, err := client.CoreV1().Pods(metav1.NamespaceSystem).Get(waitCtx, name, metav1.GetOptions{})
+	switch poll(ctx, timeout, func(ctx context.Context) (done, hopeless bool) {
+		pod, err := client.CoreV1().Pods(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			last = describePod(*pod, s.deployment().Name)
-			if podReady(*pod) {
-				return nil
-			}
-			for _, cs := range pod.Status.ContainerStatuses {
-				if cs.State.Waiting != nil && waitingForever[cs.State.Waiting.Reason] {
-					return fmt.Errorf("static pod %s/%s cannot start: %s", metav1.NamespaceSystem, name, last)
-				}
-			}
-		case !apierrors.IsNotFound(err) && waitCtx.Err() == nil:
+			return PodReady(pod), waitsForever(*pod)
+		case !apierrors.IsNotFound(err) && ctx.Err() == nil:
 			last = err.Error()
 		}
-		select {
-		case <-waitCtx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("waiting for static pod %s/%s: %w", metav1.NamespaceSystem, name, ctx.Err())
-			}
-			return fmt.Errorf("static pod %s/%s not ready within %s: %s", metav1.NamespaceSystem, name, timeout, last)
-		case <-time.After(deploymentPoll):
-		}
+		return false, false
+	}) {
+	case pollDone:
+		return nil
+	case pollHopeless:
+		return fmt.Errorf("static pod %s/%s cannot start: %s", metav1.NamespaceSystem, name, last)
+	case pollCancelled:
+		return fmt.Errorf("waiting for static pod %s/%s: %w", metav1.NamespaceSystem, name, ctx.Err())
 	}
+	return fmt.Errorf("static pod %s/%s not ready within %s: %s", metav1.NamespaceSystem, name, timeout, last)
 }
 
 // WaitGone waits until the mirror pod on node is gone (its manifest
 // removed), at most timeout.
 func (s StaticPod) WaitGone(ctx context.Context, client kubernetes.Interface, node string, timeout time.Duration) error {
 	name := s.MirrorPodName(node)
-	waitCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		_, err := client.CoreV1().Pods(metav1.NamespaceSystem).Get(waitCtx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		select {
-		case <-waitCtx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("waiting for static pod %s/%s to go: %w", metav1.NamespaceSystem, name, ctx.Err())
-			}
-			return fmt.Errorf("static pod %s/%s still there %s after its manifest was removed", metav1.NamespaceSystem, name, timeout)
-		case <-time.After(deploymentPoll):
-		}
+	switch poll(ctx, timeout, func(ctx context.Context) (done, hopeless bool) {
+		_, err := client.CoreV1().Pods(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), false
+	}) {
+	case pollDone:
+		return nil
+	case pollCancelled:
+		return fmt.Errorf("waiting for static pod %s/%s to go: %w", metav1.NamespaceSystem, name, ctx.Err())
 	}
+	return fmt.Errorf("static pod %s/%s still there %s after its manifest was removed", metav1.NamespaceSystem, name, timeout)
 }
 
-func podReady(p corev1.Pod) bool {
+// PodReady says whether p's Ready condition is true.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

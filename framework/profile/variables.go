@@ -3,6 +3,7 @@ package profile
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -292,6 +293,20 @@ func (e *Expander) ExpandAll(in []string) ([]string, error) {
 	return out, nil
 }
 
+// ExpandMap returns env with each value expanded; an error names the key
+// (the first, in sorted order, whose value does not expand).
+func (e *Expander) ExpandMap(env map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		x, err := e.Expand(env[k])
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		out[k] = x
+	}
+	return out, nil
+}
+
 // Environ returns the harness's environment with env added, expanded.
 func (e *Expander) Environ(env map[string]string) ([]string, error) {
 	own, err := e.Env(env)
@@ -304,18 +319,13 @@ func (e *Expander) Environ(env map[string]string) ([]string, error) {
 // Env returns env expanded, as KEY=VALUE sorted by key, without the
 // harness's environment (a container's whole environment).
 func (e *Expander) Env(env map[string]string) ([]string, error) {
-	var out []string
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
+	expanded, err := e.ExpandMap(env)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v, err := e.Expand(env[k])
-		if err != nil {
-			return nil, fmt.Errorf("env %s: %w", k, err)
-		}
-		out = append(out, k+"="+v)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(expanded)) {
+		out = append(out, k+"="+expanded[k])
 	}
 	return out, nil
 }

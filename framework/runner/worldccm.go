@@ -59,7 +59,7 @@ type deployedCCM struct {
 func (l *deployedCCM) start(ctx context.Context) error {
 	d := l.w.profile.CCM.Deployed
 	l.deployed = &ccm.Deployed{Client: l.w.client, Namespace: d.Namespace, LabelSelector: d.LabelSelector, Container: d.Container, TailLines: deployedLogLines}
-	l.w.onTeardown("keep the deployed CCM's log", func(ctx context.Context) error { return l.w.keepCCMLog(ctx, l.deployed) })
+	l.w.onTeardown("keep the deployed CCM's log", func(ctx context.Context) error { return l.w.keepPodLog(ctx, l.deployed, "ccm.log") })
 	if err := l.deployed.WaitReady(ctx); err != nil {
 		return &SetupError{Step: "ccm", Err: err}
 	}
@@ -103,7 +103,7 @@ func (l *deploymentCCM) start(ctx context.Context) error {
 	}
 	w.onTeardown("delete the CCM's deployment", func(ctx context.Context) error {
 		// The pods' logs go with them: keep them first.
-		err := w.keepCCMLog(ctx, d.Deployed(w.client))
+		err := w.keepPodLog(ctx, d.Deployed(w.client), "ccm.log")
 		return errors.Join(err, d.Delete(ctx, w.client))
 	})
 	w.logf("deployed the CCM image %s into the cluster (Deployment %s/%s, pods %q): %s",
@@ -135,15 +135,13 @@ func (w *world) ccmImageInCluster(ctx context.Context, loader cluster.ImageLoade
 	if err := loader.LoadImage(ctx, img.Reference); err != nil {
 		return clusterImage{}, &SetupError{Step: "ccm image", Err: err}
 	}
-	out := clusterImage{reference: img.Reference, env: map[string]string{}}
+	out := clusterImage{reference: img.Reference}
 	var err error
 	if out.args, err = w.ccmExpander.ExpandAll(img.Args); err != nil {
 		return clusterImage{}, &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.args: %w", err)}
 	}
-	for k, v := range img.Env {
-		if out.env[k], err = w.ccmExpander.Expand(v); err != nil {
-			return clusterImage{}, &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.env %s: %w", k, err)}
-		}
+	if out.env, err = w.ccmExpander.ExpandMap(img.Env); err != nil {
+		return clusterImage{}, &SetupError{Step: "ccm", Err: fmt.Errorf("ccm.image.%w", err)}
 	}
 	w.info.CCMEnv = slices.Sorted(maps.Keys(out.env))
 	if out.files, err = w.ccmFiles(w.ccmExpander); err != nil {
@@ -155,13 +153,13 @@ func (w *world) ccmImageInCluster(ctx context.Context, loader cluster.ImageLoade
 	return out, nil
 }
 
-// keepCCMLog writes the log of a CCM's pods to logs/ccm.log.
-func (w *world) keepCCMLog(ctx context.Context, d *ccm.Deployed) error {
+// keepPodLog writes the log of d's pods to logs/<file>.
+func (w *world) keepPodLog(ctx context.Context, d *ccm.Deployed, file string) error {
 	logs, err := d.Log(ctx)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(w.logDir, "ccm.log"), []byte(logs), 0o644)
+	return os.WriteFile(filepath.Join(w.logDir, file), []byte(logs), 0o644)
 }
 
 func (l *deploymentCCM) logs() framework.CCMLogs { return l.deployed }
@@ -214,7 +212,7 @@ func (l *staticPodCCM) start(ctx context.Context) error {
 		}
 	}
 	w.onTeardown("remove the CCM's static pod from node "+node, func(ctx context.Context) error {
-		err := w.keepCCMLog(ctx, sp.Deployed(w.client))
+		err := w.keepPodLog(ctx, sp.Deployed(w.client), "ccm.log")
 		if rmErr := l.host.RemoveNodePath(ctx, manifestPath); rmErr != nil {
 			return errors.Join(err, rmErr)
 		}
@@ -251,18 +249,13 @@ func (w *world) startNodeManagerDaemonSet(ctx context.Context, loader cluster.Im
 	if err != nil {
 		return &SetupError{Step: "node manager", Err: fmt.Errorf("ccm.nodeManager.args: %w", err)}
 	}
-	env := map[string]string{}
-	for k, v := range nm.Env {
-		if env[k], err = w.ccmExpander.Expand(v); err != nil {
-			return &SetupError{Step: "node manager", Err: fmt.Errorf("ccm.nodeManager.env %s: %w", k, err)}
-		}
+	env, err := w.ccmExpander.ExpandMap(nm.Env)
+	if err != nil {
+		return &SetupError{Step: "node manager", Err: fmt.Errorf("ccm.nodeManager.%w", err)}
 	}
 	ds := ccm.NodeManagerDaemonSet{Image: nm.Image, Args: args, Env: env, RunID: w.runID}
 	w.onTeardown("delete the node manager's DaemonSet", func(ctx context.Context) error {
-		logs, err := ds.Deployed(w.client).Log(ctx)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(w.logDir, "node-manager.log"), []byte(logs), 0o644)
-		}
+		err := w.keepPodLog(ctx, ds.Deployed(w.client), "node-manager.log")
 		return errors.Join(err, ds.Delete(ctx, w.client))
 	})
 	if err := ds.Apply(ctx, w.client); err != nil {
