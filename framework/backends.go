@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -55,6 +56,8 @@ type EchoBackendsRequest struct {
 	Unready bool
 	// NodeName pins the pods to one node; "" lets the scheduler choose.
 	NodeName string
+	// Deployment names the Deployment, for several of one App; default App.
+	Deployment string
 }
 
 // DeployEchoBackends creates the Deployment of r with the profile's echo
@@ -63,7 +66,7 @@ func (f *Framework) DeployEchoBackends(ctx context.Context, r EchoBackendsReques
 	if f.EchoImage == "" {
 		return nil, fmt.Errorf("no echo server image: the harness has none for this cluster")
 	}
-	name := r.App
+	name := cmp.Or(r.Deployment, r.App)
 	if r.Unready {
 		name += "-unready"
 	}

@@ -42,6 +42,10 @@ const (
 	// externalTrafficPolicy Local, the cloud load balancer health-checks
 	// the Service's healthCheckNodePort (and the cloud driver reports it).
 	LoadBalancerHealthCheckNodePort Capability = "LoadBalancerHealthCheckNodePort"
+	// LoadBalancerSessionAffinity: for a Service with sessionAffinity
+	// ClientIP, the cloud load balancer sends every connection of one
+	// client address to the same node.
+	LoadBalancerSessionAffinity Capability = "LoadBalancerSessionAffinity"
 	// DataPath: traffic can be sent through load balancers from where the
 	// harness runs.
 	DataPath Capability = "DataPath"
@@ -62,6 +66,7 @@ var knownCapabilities = map[Capability]string{
 	LoadBalancerUDP:                 "UDP and mixed-protocol load balancers",
 	LoadBalancerSourceRanges:        "loadBalancerSourceRanges",
 	LoadBalancerHealthCheckNodePort: "health checks of healthCheckNodePort for externalTrafficPolicy Local",
+	LoadBalancerSessionAffinity:     "one client to one node for sessionAffinity ClientIP",
 	DataPath:                        "traffic through load balancers",
 	Routes:                          "cloud routes for podCIDRs",
 	LeaderMigration:                 "leader migration",

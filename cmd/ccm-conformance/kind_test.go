@@ -93,7 +93,10 @@ func newVolumesThatStay(t *testing.T, before []string) []string {
 // the harness loads the image into the nodes and deploys it, the cloud
 // adopts the node containers, the data path runs through echo server pods.
 // Every spec that can run on real nodes passes; the rest skip, saying why;
-// nothing of the cluster is left in Docker.
+// nothing of the cluster is left in Docker. Run as root, it is the run of
+// docs/providers.md's GitHub Actions example, played step by step as
+// GitHub's runner would (runGitHubActionsExample): the node image as root,
+// the run as a user of its own.
 //
 // It runs in parallel with TestIntegrationKindDefectsFailTheRightSpecs once
 // the package's other tests are done: two kind clusters side by side, whose
@@ -104,9 +107,16 @@ func TestIntegrationKindConformance(t *testing.T) {
 	image, id := testbin.ReferenceCCMImage(t)
 	echo, _ := testbin.EchoServerImage(t)
 	volumes := dockerVolumes(t)
-	artifacts := t.TempDir()
-	profile := testbin.ReferenceKindProfile(t, t.TempDir(), binDir, image, nil, nil)
-	res := runHarness(t, nil, "run", "--backend", "kind", "--provider", profile, "--echo-image", echo, "--artifacts", artifacts)
+	var res result
+	var artifacts string
+	if os.Geteuid() == 0 {
+		res, artifacts = runGitHubActionsExample(t, image, echo)
+	} else {
+		t.Log("not root: the GitHub Actions example's steps (sudo, then a user of their own) are not played; the run is the harness's own")
+		artifacts = t.TempDir()
+		profile := testbin.ReferenceKindProfile(t, t.TempDir(), binDir, image, nil, nil)
+		res = runHarness(t, nil, "run", "--backend", "kind", "--provider", profile, "--echo-image", echo, "--artifacts", artifacts)
+	}
 	if res.code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 80), res.stderr)
 	}
@@ -132,6 +142,7 @@ func TestIntegrationKindConformance(t *testing.T) {
 		"delivers UDP traffic sent to the ingress to a backend",
 		"sends traffic only to the Service's ready endpoints",
 		"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint",
+		"with sessionAffinity ClientIP, sends every connection of one client to one node",
 		"keeps serving through the load balancer while the backing Deployment rolls",
 		"deletes the Node of an instance deleted in the cloud",
 		"gives every node's podCIDRs a cloud route to that node",
@@ -189,11 +200,18 @@ func kindDefectCases() []defectCase {
 		// checks the load balancer keeps sending connections of an
 		// externalTrafficPolicy: Local Service to the node without an
 		// endpoint, where kube-proxy drops them.
-		name: "health checks on kind", defects: "ignore-health-check-port", kind: true,
-		labelFilter: "LoadBalancerHealthCheckNodePort",
+		//
+		// And in the same cluster, a CCM that never gives the cloud a
+		// Service's sessionAffinity ClientIP: its load balancer spreads
+		// the harness's connections over both nodes, each with a pod of
+		// its own. The missing health checks alone do not fail that spec:
+		// both nodes have an endpoint.
+		name: "health checks and session affinity on kind", defects: "ignore-health-check-port,ignore-session-affinity", kind: true,
+		labelFilter: "LoadBalancerHealthCheckNodePort || LoadBalancerSessionAffinity",
 		failing: map[string][]string{
 			"health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local": {"Service ccm-lb-", "to health-check node port", "saw 0"},
 			"with externalTrafficPolicy Local, sends traffic only to the node with the endpoint":  {"Service ccm-lb-", "/local: expected every probe through", "answered once the health checks pass"},
+			"with sessionAffinity ClientIP, sends every connection of one client to one node":     {"Service ccm-lb-", "/affinity (sessionAffinity ClientIP", "to reach one node, saw ["},
 		},
 	}, {
 		// The topologies beside the Deployment, in one cluster: the CCM

@@ -19,6 +19,7 @@ const (
 	LoadBalancerUDP                 = labels.LoadBalancerUDP
 	LoadBalancerSourceRanges        = labels.LoadBalancerSourceRanges
 	LoadBalancerHealthCheckNodePort = labels.LoadBalancerHealthCheckNodePort
+	LoadBalancerSessionAffinity     = labels.LoadBalancerSessionAffinity
 	DataPath                        = labels.DataPath
 	Routes                          = labels.Routes
 	LeaderMigration                 = labels.LeaderMigration

@@ -42,12 +42,18 @@ func (l *lb) backends(ctx context.Context, app string, replicas int32) *framewor
 	if l.f.Machines != nil {
 		return nil
 	}
-	if l.f.EchoImage == "" {
-		Skip("this cluster's nodes are real and the harness has no echo server image for it, so nothing would answer behind the load balancer (run with --echo-image, an image of cmd/echo-server the cluster can pull: docs/images.md)")
-	}
+	l.requireEchoImage()
 	b, err := l.f.DeployEchoBackends(ctx, framework.EchoBackendsRequest{Namespace: l.ns, App: app, Replicas: replicas})
 	Expect(err).NotTo(HaveOccurred(), "deploying the echo server as the backends of Service %s/%s", l.ns, app)
 	return b
+}
+
+// requireEchoImage skips the spec, saying why, when the harness has no
+// echo server image for the cluster's real nodes.
+func (l *lb) requireEchoImage() {
+	if l.f.EchoImage == "" {
+		Skip("this cluster's nodes are real and the harness has no echo server image for it, so nothing would answer behind the load balancer (run with --echo-image, an image of cmd/echo-server the cluster can pull: docs/images.md)")
+	}
 }
 
 // answeredBy checks that an answer came from a backend of the Service

@@ -32,13 +32,30 @@ const (
 	rollingMaxFailures = 0.02
 )
 
+const needsRealPods = "the spec needs real pods behind the load balancer; on simulated nodes the simulated kube-proxy answers for every endpoint on every node (run it on kind)"
+
 // realBackends is backends for the specs that only real pods can answer:
 // they skip on simulated nodes.
 func (l *lb) realBackends(ctx context.Context, app string, replicas int32) *framework.EchoBackends {
 	if l.f.Machines != nil {
-		Skip("the spec needs real pods behind the load balancer; on simulated nodes the simulated kube-proxy answers for every endpoint on every node (run it on kind)")
+		Skip(needsRealPods)
 	}
 	return l.backends(ctx, app, replicas)
+}
+
+// realBackendsOnEachNode is realBackends with one pod pinned to each of
+// nodes, a Deployment each (app-0, app-1, ...), all selected by the
+// Service app.
+func (l *lb) realBackendsOnEachNode(ctx context.Context, app string, nodes []string) *framework.EchoBackends {
+	if l.f.Machines != nil {
+		Skip(needsRealPods)
+	}
+	l.requireEchoImage()
+	for i, node := range nodes {
+		_, err := l.f.DeployEchoBackends(ctx, framework.EchoBackendsRequest{Namespace: l.ns, App: app, Deployment: fmt.Sprintf("%s-%d", app, i), Replicas: 1, NodeName: node})
+		Expect(err).NotTo(HaveOccurred(), "deploying an echo pod of Service %s/%s on node %s", l.ns, app, node)
+	}
+	return &framework.EchoBackends{Namespace: l.ns, App: app}
 }
 
 // strictly sends strictProbes probes to addr, none retried, and checks
@@ -120,6 +137,46 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 			Expect(a.Node).To(Equal(endpointNode), "Service %s/local (externalTrafficPolicy Local): expected traffic only on node %s, where its endpoint is, saw it answered on %s", l.ns, endpointNode, a.Node)
 			Expect(nodes).NotTo(HaveKey(a.Client), "Service %s/local (externalTrafficPolicy Local): expected the client's address kept, saw the pod see %s, the address of node %s (a masquerade)", l.ns, a.Client, nodes[a.Client])
 		})
+	})
+
+	// Upstream's "[sig-network] LoadBalancers should have session affinity
+	// work for LoadBalancer service" (test/e2e/network/loadbalancer.go)
+	// asks the same of the load balancer; kube-proxy's own ClientIP
+	// affinity holds per node only, so a load balancer that spreads one
+	// client over the nodes breaks it.
+	It("with sessionAffinity ClientIP, sends every connection of one client to one node", Label(string(profile.LoadBalancerSessionAffinity)), func(ctx SpecContext) {
+		f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
+		f.RequireBackendNodes()
+		eligible := framework.EligibleBackends(f.View().Nodes())
+		if len(eligible) < 2 {
+			Skip(fmt.Sprintf("the spec needs two nodes that can be load balancer backends, to see which node the load balancer chose; the cluster has %d (%v)", len(eligible), eligible))
+		}
+		// An echo pod on every backend node, and externalTrafficPolicy
+		// Local: each node answers with its own pod, so the pod that
+		// answers names the node the load balancer chose.
+		b := l.realBackendsOnEachNode(ctx, "affinity", eligible)
+		l.create(ctx, "affinity", func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		})
+		svc := l.waitForIngress(ctx, "affinity")
+		addr := ingressAddr(svc, 80)
+		Eventually(ctx, func(g Gomega) {
+			_, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+			g.Expect(err).NotTo(HaveOccurred(), "Service %s/affinity: expected a probe through %s answered", l.ns, addr)
+		}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
+		ready, err := b.ReadyPods(ctx, f)
+		Expect(err).NotTo(HaveOccurred())
+		seen := map[string]string{}
+		strictly(ctx, addr, func(answer string, err error) {
+			Expect(err).NotTo(HaveOccurred(), "Service %s/affinity: a probe through %s once it served", l.ns, addr)
+			a, err := framework.ParseEchoAnswer(answer)
+			Expect(err).NotTo(HaveOccurred(), "Service %s/affinity: the answer through %s", l.ns, addr)
+			Expect(ready).To(HaveKey(a.Pod), "Service %s/affinity: expected one of its pods %v to answer, saw %q", l.ns, podNames(ready), a.Pod)
+			seen[a.Pod] = a.Node
+		})
+		Expect(seen).To(HaveLen(1), "Service %s/affinity (sessionAffinity ClientIP, externalTrafficPolicy Local, a pod on each of %d nodes): expected all %d connections from this client through %s to reach one node, saw %v",
+			l.ns, len(eligible), strictProbes, addr, podNames(seen))
 	})
 
 	It("keeps serving through the load balancer while the backing Deployment rolls", func(ctx SpecContext) {

@@ -113,6 +113,10 @@ const (
 	// DefectIgnoreHealthCheckPort never gives the cloud the Service's
 	// healthCheckNodePort.
 	DefectIgnoreHealthCheckPort Defect = "ignore-health-check-port"
+	// DefectIgnoreSessionAffinity never gives the cloud a Service's
+	// sessionAffinity ClientIP, so its load balancer spreads one client's
+	// connections over the nodes.
+	DefectIgnoreSessionAffinity Defect = "ignore-session-affinity"
 	// DefectServeEveryClass runs a loop of the CCM's own that gives every
 	// Service of type LoadBalancer a cloud load balancer, whatever its
 	// loadBalancerClass says.
@@ -161,7 +165,7 @@ func KnownDefects() []Defect {
 		DefectNoProviderID, DefectNoInstanceType, DefectWindowsNoInstanceType, DefectInternalIPsOnly, DefectTrustNodeIP,
 		DefectInstancesCachedAtStart, DefectErrorMeansGone,
 		DefectWrongIngressIP, DefectPortsFixedAtCreate, DefectDropUDPPorts, DefectWrongNodePort,
-		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectServeEveryClass, DefectOldServiceNameRule,
+		DefectNodePortFallback, DefectIgnoreHealthCheckPort, DefectIgnoreSessionAffinity, DefectServeEveryClass, DefectOldServiceNameRule,
 		DefectCreateRouteFails, DefectMigrationLeaseTriedOnce,
 		DefectRecreateLBOnUpdate, DefectPruneUnmadeRoutes, DefectLBNamedByServiceName, DefectLBNamedPerProcess,
 	}

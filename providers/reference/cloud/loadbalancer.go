@@ -194,6 +194,9 @@ func (l *loadBalancers) spec(ctx context.Context, service *v1.Service, nodes []*
 	if !l.defects.Has(DefectIgnoreHealthCheckPort) {
 		spec.HealthCheckNodePort = hcPort
 	}
+	if service.Spec.SessionAffinity == v1.ServiceAffinityClientIP && !l.defects.Has(DefectIgnoreSessionAffinity) {
+		spec.SessionAffinity = cloudapi.SessionAffinityClientIP
+	}
 	return spec, nil
 }
 

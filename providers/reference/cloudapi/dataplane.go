@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -210,11 +211,12 @@ func (rt *lbRuntime) allowed(client netip.Addr) bool {
 	return slices.ContainsFunc(rt.ranges, func(p netip.Prefix) bool { return p.Contains(client) })
 }
 
-// pick chooses the backend address for a new connection or UDP session to
-// a port: round-robin over the backends that are running, have an
+// pick chooses the backend address for a new connection or UDP session of
+// client to a port, among the backends that are running, have an
 // InternalIP IPv4 and, when the load balancer health-checks, passed the
-// last probe.
-func (rt *lbRuntime) pick(key portKey) (netip.AddrPort, bool) {
+// last probe: by a hash of the client's address with session affinity
+// ClientIP, round-robin otherwise.
+func (rt *lbRuntime) pick(key portKey, client netip.Addr) (netip.AddrPort, bool) {
 	rt.mu.Lock()
 	var nodePort int32
 	for _, p := range rt.spec.Ports {
@@ -225,6 +227,9 @@ func (rt *lbRuntime) pick(key portKey) (netip.AddrPort, bool) {
 	backends, hcPort, healthy := rt.spec.Backends, rt.spec.HealthCheckNodePort, rt.healthy
 	n := rt.next
 	rt.next++
+	if rt.spec.SessionAffinity == SessionAffinityClientIP {
+		n = clientHash(client)
+	}
 	rt.mu.Unlock()
 
 	if nodePort == 0 {
@@ -243,6 +248,15 @@ func (rt *lbRuntime) pick(key portKey) (netip.AddrPort, bool) {
 		return netip.AddrPort{}, false
 	}
 	return netip.AddrPortFrom(eligible[n%uint64(len(eligible))], uint16(nodePort)), true
+}
+
+// clientHash is a stable hash of a client address (FNV-1a), so that one
+// client maps to one backend for as long as the eligible set holds.
+func clientHash(client netip.Addr) uint64 {
+	h := fnv.New64a()
+	b := client.Unmap().As16()
+	_, _ = h.Write(b[:])
+	return h.Sum64()
 }
 
 // probeLoop health-checks the backends every interval, and at once when
@@ -347,7 +361,7 @@ func (l *tcpListener) handle(client net.Conn) {
 		_ = client.Close()
 		return
 	}
-	target, ok := l.rt.pick(portKey{ProtocolTCP, l.port})
+	target, ok := l.rt.pick(portKey{ProtocolTCP, l.port}, remote.AddrPort().Addr())
 	if !ok || !l.track(client) {
 		_ = client.Close()
 		return
@@ -478,7 +492,7 @@ func (l *udpListener) session(client netip.AddrPort) *udpSession {
 	}
 
 	// Pick and dial without holding l.mu: pick asks the cloud's state.
-	target, ok := l.rt.pick(portKey{ProtocolUDP, l.port})
+	target, ok := l.rt.pick(portKey{ProtocolUDP, l.port}, client.Addr())
 	if !ok {
 		return nil
 	}

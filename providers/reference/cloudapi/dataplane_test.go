@@ -167,6 +167,39 @@ func TestTCPForwarding(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Session affinity ClientIP: every connection of one client address
+	// reaches one backend, and the clients between them reach both.
+	spec.SessionAffinity = SessionAffinityClientIP
+	if _, err := c.EnsureLoadBalancer(ctx, "tcp", spec); err != nil {
+		t.Fatal(err)
+	}
+	reached := map[string]bool{}
+	for i := 2; i <= 9; i++ {
+		client := fmt.Sprintf("127.0.0.%d", i)
+		seen := map[string]int{}
+		for range 4 {
+			name, err := tcpRequest(addr, client)
+			if err != nil {
+				name = "error"
+			}
+			seen[name]++
+			reached[name] = true
+		}
+		if len(seen) != 1 || seen["error"] > 0 {
+			t.Errorf("session affinity ClientIP, client %s: saw %v, want one backend for all 4 connections", client, seen)
+		}
+	}
+	if !reached["n1"] || !reached["n2"] {
+		t.Errorf("session affinity ClientIP: eight clients reached %v, want both backends", reached)
+	}
+	spec.SessionAffinity = ""
+	if _, err := c.EnsureLoadBalancer(ctx, "tcp", spec); err != nil {
+		t.Fatal(err)
+	}
+	if seen := backendsSeen(addr, 4); seen["n1"] != 2 || seen["n2"] != 2 {
+		t.Errorf("session affinity back to none: saw %v, want round robin, 2 each", seen)
+	}
+
 	// Source ranges: 127.0.0.2 is allowed, 127.0.0.3 hears nothing back
 	// (dropped, as by a cloud firewall), so its read times out.
 	spec.SourceRanges = []string{"127.0.0.2/32"}

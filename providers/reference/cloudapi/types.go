@@ -115,7 +115,14 @@ type LoadBalancerSpec struct {
 	// HealthCheckNodePort, when not 0, makes the cloud forward only to
 	// backends whose http://<InternalIP>:<port>/healthz answers 200.
 	HealthCheckNodePort int32 `json:"healthCheckNodePort"`
+	// SessionAffinity ClientIP sends every connection of a client address
+	// to the same backend while that backend stays eligible; "" (None)
+	// spreads a client's connections over the backends.
+	SessionAffinity string `json:"sessionAffinity,omitempty"`
 }
+
+// SessionAffinityClientIP is LoadBalancerSpec.SessionAffinity's one value.
+const SessionAffinityClientIP = "ClientIP"
 
 // LoadBalancer is a load balancer of the simulated cloud.
 type LoadBalancer struct {
