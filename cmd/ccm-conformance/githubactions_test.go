@@ -146,14 +146,14 @@ func (r *exampleRunner) sudo(t *testing.T, line string) result {
 		t.Fatalf("the runner's shell could not expand %q: %s", rest, expanded.stderr)
 	}
 	argv := strings.Split(strings.TrimSuffix(expanded.stdout, "\x00"), "\x00")
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if strings.Contains(argv[0], "/") {
-		cmd.Path = argv[0]
-	} else if p, ok := lookPathIn(argv[0], env["PATH"]); ok {
-		cmd.Path = p
-	} else {
-		t.Fatalf("the example's %q: sudo: %s: command not found on %s", line, argv[0], env["PATH"])
+	path := argv[0]
+	if !strings.Contains(path, "/") {
+		var ok bool
+		if path, ok = lookPathIn(argv[0], env["PATH"]); !ok {
+			t.Fatalf("the example's %q: sudo: %s: command not found on %s", line, argv[0], env["PATH"])
+		}
 	}
+	cmd := exec.Command(path, argv[1:]...)
 	cmd.Dir = r.work
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -198,6 +198,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd) result {
 func runGitHubActionsExample(t *testing.T, image, echo string) (result, string) {
 	t.Helper()
 	lines := exampleRunLines(t)
+	keepSysctl(t, "net/ipv4/ip_unprivileged_port_start")
 	r := newExampleRunner(t)
 	profile, err := os.ReadFile(testbin.ReferenceKindProfile(t, t.TempDir(), r.bin, image, nil, nil))
 	if err != nil {
@@ -245,6 +246,23 @@ func runGitHubActionsExample(t *testing.T, image, echo string) (result, string) 
 	checkOwner(t, artifacts, r.uid)
 	checkOwner(t, filepath.Join(r.home, ".cache", "ccm-conformance"), r.uid)
 	return last, artifacts
+}
+
+// keepSysctl puts the sysctl at /proc/sys/<name> back as it was once the
+// test is done: a step of the example sets it as root, as it would on a
+// runner that is thrown away after the job.
+func keepSysctl(t *testing.T, name string) {
+	t.Helper()
+	path := filepath.Join("/proc/sys", name)
+	was, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("sysctl %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(path, was, 0o644); err != nil {
+			t.Errorf("putting sysctl %s back to %s: %v", name, strings.TrimSpace(string(was)), err)
+		}
+	})
 }
 
 // checkOwner fails t if a file under dir is not uid's.
