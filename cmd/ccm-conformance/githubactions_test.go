@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -169,20 +168,6 @@ func lookPathIn(name, path string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func runCmd(t *testing.T, cmd *exec.Cmd) result {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %v: %v", cmd.Args, err)
-	}
-	return res
 }
 
 // runGitHubActionsExample runs the `run:` steps of docs/providers.md's

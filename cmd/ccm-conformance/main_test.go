@@ -36,6 +36,13 @@ func runHarness(t *testing.T, env []string, args ...string) result {
 	// What a run writes by default (_artifacts) goes into a directory of
 	// the test's, not into the source tree.
 	cmd.Dir = t.TempDir()
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its exit code and output; a command that
+// could not start fails t.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -43,7 +50,7 @@ func runHarness(t *testing.T, env []string, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		res.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("running ccm-conformance: %v", err)
+		t.Fatalf("running %v: %v", cmd.Args, err)
 	}
 	return res
 }
