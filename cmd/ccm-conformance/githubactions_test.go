@@ -110,7 +110,11 @@ func newExampleRunner(t *testing.T) *exampleRunner {
 // env is the runner's environment: its HOME, and setup-go's PATH with the
 // directory go install fills first.
 func (r *exampleRunner) env() []string {
-	return []string{"HOME=" + r.home, "PATH=" + r.bin + ":" + sudoPath, "USER=runner"}
+	env := []string{"HOME=" + r.home, "PATH=" + r.bin + ":" + sudoPath, "USER=runner"}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		env = append(env, "DOCKER_HOST="+h)
+	}
+	return env
 }
 
 // shell runs line with bash as the runner, in its workspace.
@@ -124,10 +128,13 @@ func (r *exampleRunner) shell(t *testing.T, line string) result {
 
 // sudo runs a "sudo [--preserve-env=A,B] CMD ARGS" line: the runner's
 // shell expands CMD ARGS, and they run as root with sudo's environment.
+// As with Ubuntu's sudoers (secure_path, as on GitHub's runners), PATH is
+// always sudoPath, preserved or not, and CMD is looked up there: a CLI in
+// the runner's ~/go/bin must be named through env "PATH=$PATH".
 func (r *exampleRunner) sudo(t *testing.T, line string) result {
 	t.Helper()
 	rest := strings.TrimPrefix(line, "sudo ")
-	env := map[string]string{"HOME": "/root", "PATH": sudoPath}
+	env := map[string]string{"HOME": "/root"}
 	if opt, after, ok := strings.Cut(rest, " "); ok && strings.HasPrefix(opt, "--preserve-env=") {
 		for _, name := range strings.Split(strings.TrimPrefix(opt, "--preserve-env="), ",") {
 			for _, kv := range r.env() {
@@ -140,6 +147,10 @@ func (r *exampleRunner) sudo(t *testing.T, line string) result {
 	} else if strings.HasPrefix(rest, "-") {
 		t.Fatalf("the example's %q: a sudo option this test does not play", line)
 	}
+	env["PATH"] = sudoPath
+	if strings.ContainsAny(stripComment(rest), "|;&<>`") {
+		t.Fatalf("the example's %q: a sudo line with shell operators, which this test does not play", line)
+	}
 	expanded := r.shell(t, `printf '%s\0' `+rest)
 	if expanded.code != 0 {
 		t.Fatalf("the runner's shell could not expand %q: %s", rest, expanded.stderr)
@@ -148,8 +159,8 @@ func (r *exampleRunner) sudo(t *testing.T, line string) result {
 	path := argv[0]
 	if !strings.Contains(path, "/") {
 		var ok bool
-		if path, ok = lookPathIn(argv[0], env["PATH"]); !ok {
-			t.Fatalf("the example's %q: sudo: %s: command not found on %s", line, argv[0], env["PATH"])
+		if path, ok = lookPathIn(argv[0], sudoPath); !ok {
+			t.Fatalf("the example's %q: sudo: %s: command not found (secure_path %s)", line, argv[0], sudoPath)
 		}
 	}
 	cmd := exec.Command(path, argv[1:]...)
@@ -158,6 +169,14 @@ func (r *exampleRunner) sudo(t *testing.T, line string) result {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	return runCmd(t, cmd)
+}
+
+// stripComment drops a trailing shell comment (" # ...") from a line.
+func stripComment(line string) string {
+	if i := strings.Index(line, " #"); i >= 0 {
+		return line[:i]
+	}
+	return line
 }
 
 func lookPathIn(name, path string) (string, bool) {
@@ -174,7 +193,7 @@ func lookPathIn(name, path string) (string, bool) {
 // GitHub Actions example as GitHub's runner would, the sudo steps as root
 // and the rest as the runner's user, with the reference CCM's image as
 // "your CCM image" and the reference kind profile as
-// ci/my-cloud-kind.yaml. Three steps are stood in for, each logged:
+// ci/my-cloud-kind.yaml. Four steps are stood in for, each logged:
 // installing debootstrap (the machine has it: .ci/run installs it), go
 // install (the module is not published yet: the CLI built from this
 // checkout is put where it would land) and the builds of the two images
@@ -210,6 +229,7 @@ func runGitHubActionsExample(t *testing.T, image, echo string) (result, string) 
 			t.Logf("step %d, %q: stood in for (the reference CCM image %s, named by ci/my-cloud-kind.yaml)", i+1, line, image)
 			continue
 		case strings.Contains(line, "images.sh --targets echo-server"):
+			keepImageTag(t, framework.DefaultEchoImage)
 			if out, err := exec.Command("docker", "tag", echo, framework.DefaultEchoImage).CombinedOutput(); err != nil {
 				t.Fatalf("docker tag %s %s: %v: %s", echo, framework.DefaultEchoImage, err, out)
 			}
@@ -219,6 +239,9 @@ func runGitHubActionsExample(t *testing.T, image, echo string) (result, string) 
 			last = r.sudo(t, line)
 		default:
 			last = r.shell(t, line)
+		}
+		if i == len(lines)-1 && !strings.HasPrefix(line, "ccm-conformance run ") {
+			t.Fatalf("the example's last step is %q, not a ccm-conformance run", line)
 		}
 		if last.code != 0 && i < len(lines)-1 {
 			t.Fatalf("the example's step %d, %q, exited %d\nstdout:\n%s\nstderr:\n%s", i+1, line, last.code, tail(last.stdout, 40), tail(last.stderr, 40))
@@ -231,6 +254,23 @@ func runGitHubActionsExample(t *testing.T, image, echo string) (result, string) 
 	checkOwner(t, artifacts, r.uid)
 	checkOwner(t, filepath.Join(r.home, ".cache", "ccm-conformance"), r.uid)
 	return last, artifacts
+}
+
+// keepImageTag puts the Docker tag ref back on the image it names now
+// once the test is done, or removes it if it names none.
+func keepImageTag(t *testing.T, ref string) {
+	t.Helper()
+	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", ref).Output()
+	was := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		args := []string{"image", "rm", ref}
+		if err == nil && was != "" {
+			args = []string{"tag", was, ref}
+		}
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+			t.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	})
 }
 
 // keepSysctl puts the sysctl at /proc/sys/<name> back as it was once the

@@ -202,10 +202,10 @@ func kindDefectCases() []defectCase {
 		// endpoint, where kube-proxy drops them.
 		//
 		// And in the same cluster, a CCM that never gives the cloud a
-		// Service's sessionAffinity ClientIP: its load balancer spreads
-		// the harness's connections over both nodes, each with a pod of
-		// its own. The missing health checks alone do not fail that spec:
-		// both nodes have an endpoint.
+		// Service's sessionAffinity ClientIP: its load balancer keeps
+		// spreading the harness's connections over the workers, each with
+		// a pod of its own. The missing health checks alone do not fail
+		// that spec: every worker it uses has an endpoint.
 		name: "health checks and session affinity on kind", defects: "ignore-health-check-port,ignore-session-affinity", kind: true,
 		labelFilter: "LoadBalancerHealthCheckNodePort || LoadBalancerSessionAffinity",
 		failing: map[string][]string{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,31 @@ func (l *lb) realBackends(ctx context.Context, app string, replicas int32) *fram
 		Skip(needsRealPods)
 	}
 	return l.backends(ctx, app, replicas)
+}
+
+// maxAffinityNodes bounds the nodes the session affinity spec puts a pod
+// on: enough to tell the load balancer's choices apart, few enough to
+// start quickly on a large cluster.
+const maxAffinityNodes = 3
+
+// affinityNodes are the nodes the session affinity spec runs its pods on:
+// load balancer backends that are Ready and evict nothing (no NoExecute
+// taint), at most maxAffinityNodes, sorted.
+func affinityNodes(nodes []corev1.Node) []string {
+	eligible := map[string]bool{}
+	for _, name := range framework.EligibleBackends(nodes) {
+		eligible[name] = true
+	}
+	var out []string
+	for i := range nodes {
+		n := &nodes[i]
+		if !eligible[n.Name] || !framework.Ready(n) || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }) {
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out[:min(len(out), maxAffinityNodes)]
 }
 
 // realBackendsOnEachNode is realBackends with one pod pinned to each of
@@ -139,44 +165,72 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 		})
 	})
 
-	// Upstream's "[sig-network] LoadBalancers should have session affinity
-	// work for LoadBalancer service" (test/e2e/network/loadbalancer.go)
-	// asks the same of the load balancer; kube-proxy's own ClientIP
-	// affinity holds per node only, so a load balancer that spreads one
-	// client over the nodes breaks it.
+	// Upstream's "[sig-network] LoadBalancers should be able to switch
+	// session affinity for LoadBalancer service" specs
+	// (test/e2e/network/loadbalancer.go) ask the same of the load
+	// balancer; kube-proxy's own ClientIP affinity holds per node only, so
+	// a load balancer that spreads one client over the nodes breaks it.
 	It("with sessionAffinity ClientIP, sends every connection of one client to one node", Label(string(profile.LoadBalancerSessionAffinity)), func(ctx SpecContext) {
 		f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 		f.RequireBackendNodes()
-		eligible := framework.EligibleBackends(f.View().Nodes())
-		if len(eligible) < 2 {
-			Skip(fmt.Sprintf("the spec needs two nodes that can be load balancer backends, to see which node the load balancer chose; the cluster has %d (%v)", len(eligible), eligible))
+		nodes := affinityNodes(f.View().Nodes())
+		if len(nodes) < 2 {
+			Skip(fmt.Sprintf("the spec needs two Ready nodes that can be load balancer backends, to see which node the load balancer chose; the cluster has %d (%v)", len(nodes), nodes))
 		}
-		// An echo pod on every backend node, and externalTrafficPolicy
+		// An echo pod on each of those nodes, and externalTrafficPolicy
 		// Local: each node answers with its own pod, so the pod that
 		// answers names the node the load balancer chose.
-		b := l.realBackendsOnEachNode(ctx, "affinity", eligible)
-		l.create(ctx, "affinity", func(s *corev1.Service) {
-			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
-		})
+		b := l.realBackendsOnEachNode(ctx, "affinity", nodes)
+		l.create(ctx, "affinity", func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal })
 		svc := l.waitForIngress(ctx, "affinity")
+		l.expectCloudMatches(ctx, "affinity", profile.LoadBalancerCreate)
 		addr := ingressAddr(svc, 80)
-		Eventually(ctx, func(g Gomega) {
-			_, err := framework.ProbeTCP(ctx, addr, probeTimeout)
-			g.Expect(err).NotTo(HaveOccurred(), "Service %s/affinity: expected a probe through %s answered", l.ns, addr)
-		}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 		ready, err := b.ReadyPods(ctx, f)
 		Expect(err).NotTo(HaveOccurred())
+
+		// The control, without affinity: the load balancer reaches every
+		// one of the nodes (its health checks pass there), so that one node
+		// answering below is the affinity's doing.
+		answered := map[string]string{}
+		Eventually(ctx, func(g Gomega) {
+			answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+			if a, perr := framework.ParseEchoAnswer(answer); err == nil && perr == nil && ready[a.Pod] != "" {
+				answered[a.Pod] = a.Node
+			}
+			g.Expect(answered).To(HaveLen(len(ready)), "Service %s/affinity (sessionAffinity None): expected each of its pods %v to answer through %s, saw %v",
+				l.ns, podNames(ready), addr, podNames(answered))
+		}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
+
+		l.update(ctx, "affinity", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP })
+		onOneNode := func(check func(answer string, err error)) map[string]string {
+			seen := map[string]string{}
+			for range probesPerCheck {
+				answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+				check(answer, err)
+				if a, perr := framework.ParseEchoAnswer(answer); err == nil && perr == nil {
+					seen[a.Pod] = a.Node
+				}
+			}
+			return seen
+		}
+		why := fmt.Sprintf("Service %s/affinity (sessionAffinity ClientIP, externalTrafficPolicy Local, a pod on each of %d nodes)", l.ns, len(nodes))
+		// Until the load balancer takes the update, a client may still be
+		// spread; once it keeps one client on one node, it must go on
+		// doing so.
+		Eventually(ctx, func(g Gomega) {
+			seen := onOneNode(func(_ string, err error) {
+				g.Expect(err).NotTo(HaveOccurred(), "%s: a probe through %s", why, addr)
+			})
+			g.Expect(seen).To(HaveLen(1), "%s: expected %d connections in a row from this client through %s to reach one node, saw %v", why, probesPerCheck, addr, podNames(seen))
+		}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 		seen := map[string]string{}
 		strictly(ctx, addr, func(answer string, err error) {
-			Expect(err).NotTo(HaveOccurred(), "Service %s/affinity: a probe through %s once it served", l.ns, addr)
+			Expect(err).NotTo(HaveOccurred(), "%s: a probe through %s once it kept to one node", why, addr)
 			a, err := framework.ParseEchoAnswer(answer)
-			Expect(err).NotTo(HaveOccurred(), "Service %s/affinity: the answer through %s", l.ns, addr)
-			Expect(ready).To(HaveKey(a.Pod), "Service %s/affinity: expected one of its pods %v to answer, saw %q", l.ns, podNames(ready), a.Pod)
+			Expect(err).NotTo(HaveOccurred(), "%s: the answer through %s", why, addr)
 			seen[a.Pod] = a.Node
 		})
-		Expect(seen).To(HaveLen(1), "Service %s/affinity (sessionAffinity ClientIP, externalTrafficPolicy Local, a pod on each of %d nodes): expected all %d connections from this client through %s to reach one node, saw %v",
-			l.ns, len(eligible), strictProbes, addr, podNames(seen))
+		Expect(seen).To(HaveLen(1), "%s: expected all %d connections from this client through %s to reach one node, saw %v", why, strictProbes, addr, podNames(seen))
 	})
 
 	It("keeps serving through the load balancer while the backing Deployment rolls", func(ctx SpecContext) {

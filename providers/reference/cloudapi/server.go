@@ -649,6 +649,9 @@ func normalizeSpec(spec *LoadBalancerSpec) error {
 	if spec.HealthCheckNodePort < 0 || spec.HealthCheckNodePort > 65535 {
 		return badRequest("healthCheckNodePort %d: out of range", spec.HealthCheckNodePort)
 	}
+	if spec.SessionAffinity != "" && spec.SessionAffinity != SessionAffinityClientIP {
+		return badRequest("sessionAffinity %q: want %q or none", spec.SessionAffinity, SessionAffinityClientIP)
+	}
 	// Empty lists encode as [], never null.
 	spec.Ports = append([]Port{}, spec.Ports...)
 	spec.Backends = slices.Compact(slices.Sorted(slices.Values(spec.Backends)))

@@ -286,6 +286,7 @@ func TestValidation(t *testing.T) {
 		{"port 0", "PUT", "/v1/loadbalancers/lb1", `{"ports":[{"protocol":"TCP","port":0,"nodePort":30000}]}`, 400, "out of range"},
 		{"port twice", "PUT", "/v1/loadbalancers/lb1", `{"ports":[{"protocol":"TCP","port":80},{"protocol":"TCP","port":80}]}`, 400, "twice"},
 		{"bad source range", "PUT", "/v1/loadbalancers/lb1", `{"sourceRanges":["10.0.0.0"]}`, 400, "10.0.0.0"},
+		{"unknown session affinity", "PUT", "/v1/loadbalancers/lb1", `{"sessionAffinity":"clientip"}`, 400, "clientip"},
 		{"unknown load balancer", "GET", "/v1/loadbalancers/nope", ``, 404, "nope"},
 		{"delete unknown load balancer", "DELETE", "/v1/loadbalancers/nope", ``, 404, "nope"},
 		{"route without node", "POST", "/v1/routes", `{"destinationCIDR":"10.244.0.0/24"}`, 400, "nodeName"},
