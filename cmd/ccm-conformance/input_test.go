@@ -313,7 +313,7 @@ func TestIntegrationNothingTestedIsNotAPass(t *testing.T) {
 	artifacts := t.TempDir()
 	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", referenceProfile(t, t.TempDir(), nil, nil),
 		"--label-filter", "DataPath && !ReleaseBlocking && !LoadBalancerUDP && !LoadBalancerSourceRanges && !Routes", "--artifacts", artifacts)
-	const want = "nothing was tested: all 3 selected specs were skipped; 3 of them: the spec needs real pods behind the load balancer"
+	const want = "nothing was tested: all 4 selected specs were skipped; 4 of them: the spec needs real pods behind the load balancer"
 	if res.code != 2 || !strings.Contains(res.stderr, want) || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
 		t.Fatalf("exit %d, stderr %q; want 2 and one line containing %q\nstdout:\n%s", res.code, res.stderr, want, tail(res.stdout, 20))
 	}
