@@ -256,12 +256,14 @@ func carriesPodTraffic(ctx context.Context, f *framework.Framework) {
 	for _, n := range f.View().Nodes() {
 		if _, ok := n.Labels[controlPlaneLabel]; ok {
 			controlPlane = append(controlPlane, n)
-		} else {
+		} else if framework.Ready(&n) {
+			// Only a node whose kubelet is Ready can run the echo pod: not
+			// a Node the harness registered for a joining instance.
 			others = append(others, n)
 		}
 	}
 	if len(controlPlane) == 0 || len(others) == 0 {
-		Skip(fmt.Sprintf("the spec needs a node labelled %s (where the API server runs) and another node; saw %d and %d", controlPlaneLabel, len(controlPlane), len(others)))
+		Skip(fmt.Sprintf("the spec needs a node labelled %s (where the API server runs) and another Ready node; saw %d and %d", controlPlaneLabel, len(controlPlane), len(others)))
 	}
 	apiServerIPs := map[string]bool{}
 	for _, n := range controlPlane {
