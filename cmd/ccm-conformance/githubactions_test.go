@@ -204,8 +204,16 @@ func runGitHubActionsExample(t *testing.T, image, echo string) (result, string) 
 	lines := exampleRunLines(t)
 	keepSysctl(t, "net/ipv4/ip_unprivileged_port_start")
 	r := newExampleRunner(t)
+	// The provider's checkout holds its kind profile: here the reference
+	// one, naming the reference CCM's image as "your CCM image".
 	profile, err := os.ReadFile(testbin.ReferenceKindProfile(t, t.TempDir(), r.bin, image, nil, nil))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(r.work, "ci"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.work, "ci", "my-cloud-kind.yaml"), profile, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var last result
@@ -218,14 +226,6 @@ func runGitHubActionsExample(t *testing.T, image, echo string) (result, string) 
 			t.Logf("step %d, %q: stood in for (the CLI built from this checkout is in %s)", i+1, line, r.bin)
 			continue
 		case line == "make image" || strings.HasPrefix(line, "make image "):
-			// The provider's image: here the reference CCM's, which the
-			// profile of the run step names.
-			if err := os.MkdirAll(filepath.Join(r.work, "ci"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(r.work, "ci", "my-cloud-kind.yaml"), profile, 0o644); err != nil {
-				t.Fatal(err)
-			}
 			t.Logf("step %d, %q: stood in for (the reference CCM image %s, named by ci/my-cloud-kind.yaml)", i+1, line, image)
 			continue
 		case strings.Contains(line, "images.sh --targets echo-server"):

@@ -33,14 +33,17 @@ const (
 	rollingMaxFailures = 0.02
 )
 
-const needsRealPods = "the spec needs real pods behind the load balancer; on simulated nodes the simulated kube-proxy answers for every endpoint on every node (run it on kind)"
+// requireRealPods skips the spec, saying why, on simulated nodes.
+func (l *lb) requireRealPods() {
+	if l.f.Machines != nil {
+		Skip("the spec needs real pods behind the load balancer; on simulated nodes the simulated kube-proxy answers for every endpoint on every node (run it on kind)")
+	}
+}
 
 // realBackends is backends for the specs that only real pods can answer:
 // they skip on simulated nodes.
 func (l *lb) realBackends(ctx context.Context, app string, replicas int32) *framework.EchoBackends {
-	if l.f.Machines != nil {
-		Skip(needsRealPods)
-	}
+	l.requireRealPods()
 	return l.backends(ctx, app, replicas)
 }
 
@@ -73,9 +76,7 @@ func affinityNodes(nodes []corev1.Node) []string {
 // nodes, a Deployment each (app-0, app-1, ...), all selected by the
 // Service app.
 func (l *lb) realBackendsOnEachNode(ctx context.Context, app string, nodes []string) *framework.EchoBackends {
-	if l.f.Machines != nil {
-		Skip(needsRealPods)
-	}
+	l.requireRealPods()
 	l.requireEchoImage()
 	for i, node := range nodes {
 		_, err := l.f.DeployEchoBackends(ctx, framework.EchoBackendsRequest{Namespace: l.ns, App: app, Deployment: fmt.Sprintf("%s-%d", app, i), Replicas: 1, NodeName: node})
@@ -202,25 +203,19 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 		}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 
 		l.update(ctx, "affinity", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP })
-		onOneNode := func(check func(answer string, err error)) map[string]string {
-			seen := map[string]string{}
-			for range probesPerCheck {
-				answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
-				check(answer, err)
-				if a, perr := framework.ParseEchoAnswer(answer); err == nil && perr == nil {
-					seen[a.Pod] = a.Node
-				}
-			}
-			return seen
-		}
 		why := fmt.Sprintf("Service %s/affinity (sessionAffinity ClientIP, externalTrafficPolicy Local, a pod on each of %d nodes)", l.ns, len(nodes))
 		// Until the load balancer takes the update, a client may still be
 		// spread; once it keeps one client on one node, it must go on
 		// doing so.
 		Eventually(ctx, func(g Gomega) {
-			seen := onOneNode(func(_ string, err error) {
+			seen := map[string]string{}
+			for range probesPerCheck {
+				answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
 				g.Expect(err).NotTo(HaveOccurred(), "%s: a probe through %s", why, addr)
-			})
+				if a, err := framework.ParseEchoAnswer(answer); err == nil {
+					seen[a.Pod] = a.Node
+				}
+			}
 			g.Expect(seen).To(HaveLen(1), "%s: expected %d connections in a row from this client through %s to reach one node, saw %v", why, probesPerCheck, addr, podNames(seen))
 		}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 		seen := map[string]string{}
