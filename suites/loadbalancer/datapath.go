@@ -129,15 +129,22 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			f.RequireBackendNodes()
 			b := l.backends(ctx, "ranged", 1)
-			// The harness's own traffic comes from loopback.
-			l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
-			expectReaches(ctx, "ranged", 80, b, framework.ProbeTCP)
-
-			// Two clients on loopback, one inside the ranges and one
-			// outside, probed together: the denial counts only while the
-			// allowed client gets through, and only as a refused
-			// connection or no answer at all.
+			// The harness's clients bind loopback addresses, which reach a
+			// load balancer on this host whatever its ingress address (on
+			// kind, the host routes the ingress range to itself, and a
+			// client that binds nothing would come from the ingress
+			// address).
 			const allowed, outside = "127.0.0.1", "127.0.0.2"
+			fromAllowed := func(ctx context.Context, addr string, timeout time.Duration) (string, error) {
+				return framework.ProbeTCPFrom(ctx, allowed, addr, timeout)
+			}
+			l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
+			expectReaches(ctx, "ranged", 80, b, fromAllowed)
+
+			// Two clients, one inside the ranges and one outside, probed
+			// together: the denial counts only while the allowed client
+			// gets through, and only as a refused connection or no answer
+			// at all.
 			svc := l.update(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{allowed + "/32"} })
 			cloud := l.expectCloudMatches(ctx, "ranged", profile.LoadBalancerUpdate)
 			addr := ingressAddr(svc, 80)

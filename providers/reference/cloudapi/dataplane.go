@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -367,7 +368,7 @@ func (l *tcpListener) handle(client net.Conn) {
 		return
 	}
 	defer l.untrack(client)
-	backend, err := net.DialTimeout("tcp", target.String(), dialTimeout)
+	backend, err := dialBackend("tcp", remote.AddrPort().Addr(), target)
 	if err != nil || !l.track(backend) {
 		_ = client.Close()
 		if backend != nil {
@@ -377,6 +378,33 @@ func (l *tcpListener) handle(client net.Conn) {
 	}
 	defer l.untrack(backend)
 	splice(client, backend)
+}
+
+// dialBackend connects to a backend node for a client. A load balancer
+// whose clients are on this host (a kind cluster's host, whose ingress
+// range is routed here: routableIngress) keeps the client's address, as
+// a cloud's pass-through load balancer does: it dials from that address,
+// which the host holds, so the pod behind a Local traffic policy sees the
+// client and not the load balancer (upstream's "should work for
+// type=LoadBalancer" checks that). A loopback client cannot be kept (the
+// kernel drops loopback sources off the lo device), nor a client whose
+// address is not this host's: the dial then comes from the host's own
+// address, as a proxy's does.
+func dialBackend(network string, client netip.Addr, target netip.AddrPort) (net.Conn, error) {
+	d := net.Dialer{Timeout: dialTimeout}
+	if client.IsValid() && !client.IsLoopback() && !client.IsUnspecified() {
+		keep := d
+		if network == "udp" {
+			keep.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(client.Unmap(), 0))
+		} else {
+			keep.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(client.Unmap(), 0))
+		}
+		c, err := keep.Dial(network, target.String())
+		if !errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return c, err
+		}
+	}
+	return d.Dial(network, target.String())
 }
 
 // splice copies both ways until both sides are done. EOF on one side is
@@ -496,17 +524,17 @@ func (l *udpListener) session(client netip.AddrPort) *udpSession {
 	if !ok {
 		return nil
 	}
-	backend, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target))
+	conn, err := dialBackend("udp", client.Addr(), target)
 	if err != nil {
 		return nil
 	}
-	s = &udpSession{backend: backend}
+	s = &udpSession{backend: conn.(*net.UDPConn)}
 	s.touch()
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		_ = backend.Close()
+		_ = conn.Close()
 		return nil
 	}
 	if len(l.sessions) >= maxUDPSessions {

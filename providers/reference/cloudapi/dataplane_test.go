@@ -329,3 +329,73 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A client on this host with an address that is not loopback (a kind
+// host's routed ingress range) is kept: the backend sees it. A loopback
+// client, or one whose address the host does not hold, is not: the dial
+// comes from the host's own address.
+func TestDialBackendKeepsALocalClientAddress(t *testing.T) {
+	backend, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close()
+	seen := make(chan netip.Addr, 1)
+	go func() {
+		for {
+			c, err := backend.Accept()
+			if err != nil {
+				return
+			}
+			seen <- c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+			c.Close()
+		}
+	}()
+	target := netip.MustParseAddrPort(backend.Addr().String())
+
+	cases := []struct {
+		name   string
+		client netip.Addr
+		want   netip.Addr
+	}{
+		{"loopback client", netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.1")},
+		{"client the host does not hold", netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("127.0.0.1")},
+	}
+	if local, ok := hostAddress(); ok {
+		cases = append(cases, struct {
+			name   string
+			client netip.Addr
+			want   netip.Addr
+		}{"client on this host, not loopback", local, local})
+	} else {
+		t.Log("this host has no IPv4 address but loopback: the case that keeps the client is not run")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := dialBackend("tcp", c.client, target)
+			if err != nil {
+				t.Fatalf("dialBackend(%s): %v", c.client, err)
+			}
+			defer conn.Close()
+			if got := <-seen; got != c.want {
+				t.Errorf("the backend saw a connection from %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// hostAddress is an IPv4 address of one of this host's interfaces that is
+// not loopback.
+func hostAddress() (netip.Addr, bool) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err == nil && p.Addr().Is4() && !p.Addr().IsLoopback() && !p.Addr().IsLinkLocalUnicast() {
+			return p.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
+}

@@ -38,7 +38,7 @@ func run(args []string) int {
 	listen := fs.String("listen", "", "where to serve the cloud API: unix:///path/cloud.sock or tcp://127.0.0.1:PORT (required)")
 	seed := fs.Uint64("seed", 1, "seed of the random numbers behind fault error rates")
 	nodeRange := fs.String("node-ip-range", rangeAuto, `IPv4 range of instance InternalIPs; keep it on loopback so simulated nodes can listen on them. "auto" takes the lower half of a loopback /16 that no other running reference cloud has`)
-	ingressRange := fs.String("ingress-ip-range", rangeAuto, `IPv4 range of load balancer ingress IPs; load balancers listen on them, so two clouds on one machine need different ranges. "auto" takes the upper half of the same /16 as --node-ip-range=auto`)
+	ingressRange := fs.String("ingress-ip-range", rangeAuto, `IPv4 range of load balancer ingress IPs; load balancers listen on them, so two clouds on one machine need different ranges. "auto" takes the upper half of the same /16 as --node-ip-range=auto; with --kind-cluster, 100.72.X.0/24 instead, made local to this host by a route (needs CAP_NET_ADMIN; without it, loopback) so that pods reach it`)
 	noDataPath := fs.Bool("no-data-path", false, "keep load balancers as records only; nothing listens on their ingress IPs")
 	bareInstances := fs.Bool("bare-instances", false, "report instances without a Hostname address and without an instance type (unless one is asked for), as many clouds do")
 	backendLimit := fs.Int("backend-limit", 0, "register at most this many of the nodes a load balancer is given, the first by name, as clouds that subset their backends do (0: all)")
@@ -77,6 +77,21 @@ func run(args []string) int {
 		}
 		if *ingressRange == rangeAuto {
 			opts.IngressIPRange = block.Ingress
+		}
+		if *ingressRange == rangeAuto && *kindCluster != "" {
+			// The kind nodes' pods must reach the load balancers too: a
+			// routable range where this host may add the route.
+			routed, err := routeIngress(context.Background(), block)
+			if err != nil {
+				logger.Printf("load balancer ingress IPs stay on loopback, where pods cannot reach them: %v", err)
+			} else {
+				defer func() {
+					if err := routed.Release(); err != nil {
+						logger.Print(err)
+					}
+				}()
+				opts.IngressIPRange = routed.Prefix
+			}
 		}
 	}
 	logger.Printf("instance InternalIPs from %s, load balancer ingress IPs from %s", opts.NodeIPRange, opts.IngressIPRange)
