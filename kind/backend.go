@@ -78,11 +78,15 @@ const kindClusterLabel = "io.x-k8s.kind.cluster"
 type Options struct {
 	// NodeImage is the node image to run. Default $CCM_CONFORMANCE_KIND_NODE_IMAGE,
 	// else the image nodeimage.Resolve picks (published, or built) with
-	// NodeImageOptions. A named image must hold etcd EtcdImageTag.
+	// NodeImageOptions. A named image must hold etcd EtcdImageTag and
+	// CoreDNS CoreDNSImageTag.
 	NodeImage string
 	// EtcdImageTag is the etcd image tag of a named NodeImage. Default
 	// nodeimage.EtcdImageTag(nodeimage.DefaultEtcdVersion).
 	EtcdImageTag string
+	// CoreDNSImageTag is the CoreDNS image tag of a named NodeImage.
+	// Default nodeimage.DefaultCoreDNSVersion.
+	CoreDNSImageTag string
 	// NodeImageOptions configure the build of the node image; Progress
 	// defaults to the run's.
 	NodeImageOptions nodeimage.Options
@@ -115,6 +119,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.EtcdImageTag == "" {
 		o.EtcdImageTag = nodeimage.EtcdImageTag(nodeimage.DefaultEtcdVersion)
+	}
+	if o.CoreDNSImageTag == "" {
+		o.CoreDNSImageTag = nodeimage.DefaultCoreDNSVersion
 	}
 	if o.Privileged == "" {
 		o.Privileged = Privileged(o.Getenv(EnvPrivileged))
@@ -207,7 +214,7 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	if progress == nil {
 		progress = io.Discard
 	}
-	cfg, err := clusterConfig(clusterConfigInput{Workers: in.Nodes, IPFamilies: in.IPFamilies, EtcdImageTag: opts.EtcdImageTag})
+	cfg, err := clusterConfig(clusterConfigInput{Workers: in.Nodes, IPFamilies: in.IPFamilies, EtcdImageTag: opts.EtcdImageTag, CoreDNSImageTag: opts.CoreDNSImageTag})
 	if err != nil {
 		return nil, &cluster.InputError{Err: fmt.Errorf("kind: %w", err)}
 	}
@@ -222,7 +229,7 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	}
 
 	if opts.NodeImage != "" {
-		c.image = nodeimage.Image{Tag: opts.NodeImage, EtcdImageTag: opts.EtcdImageTag, Source: nodeimage.SourceNamed}
+		c.image = nodeimage.Image{Tag: opts.NodeImage, EtcdImageTag: opts.EtcdImageTag, CoreDNSImageTag: opts.CoreDNSImageTag, Source: nodeimage.SourceNamed}
 	} else {
 		nio := opts.NodeImageOptions
 		if nio.Progress == nil {
@@ -239,7 +246,7 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 			return nil, fmt.Errorf("kind: %w", err)
 		}
 		c.image = img
-		cfg, _ = clusterConfig(clusterConfigInput{Workers: in.Nodes, IPFamilies: in.IPFamilies, EtcdImageTag: img.EtcdImageTag})
+		cfg, _ = clusterConfig(clusterConfigInput{Workers: in.Nodes, IPFamilies: in.IPFamilies, EtcdImageTag: img.EtcdImageTag, CoreDNSImageTag: img.CoreDNSImageTag})
 	}
 	pods, _ := subnets(cfg.Networking.IPFamily)
 	c.pods = pods

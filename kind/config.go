@@ -38,6 +38,9 @@ type clusterConfigInput struct {
 	// EtcdImageTag is the tag of the etcd image the node image holds;
 	// "" leaves kubeadm's own (a published kindest/node image holds it).
 	EtcdImageTag string
+	// CoreDNSImageTag is the tag of the CoreDNS image the node image
+	// holds; "" leaves kubeadm's own.
+	CoreDNSImageTag string
 }
 
 // ipFamily maps the profile's IP families to kind's.
@@ -103,9 +106,8 @@ func dropProviderIDPatch() string {
 // --cloud-provider=external, so that new nodes carry the uninitialized
 // taint until the CCM under test initializes them; kubelets without
 // kind's own provider ID, which the CCM sets; no default CNI (the
-// backend writes a static one per node) and no CoreDNS (no suite needs
-// it, and its image is not built); kubeadm pointed at the etcd of a
-// node image built here; kubelet allowed on cgroup v1.
+// backend writes a static one per node); kubeadm pointed at the etcd and
+// CoreDNS images of a node image built here; kubelet allowed on cgroup v1.
 func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 	if in.Workers < 0 {
 		return nil, fmt.Errorf("%d workers", in.Workers)
@@ -129,12 +131,15 @@ func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 			"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\n",
 		},
 		KubeadmConfigPatchesJSON6902: externalCloudProviderPatches(
-			argPatch("/controllerManager/extraArgs", "node-monitor-grace-period", NodeMonitorGracePeriod),
-			"- op: add\n  path: /skipPhases/-\n  value: addon/coredns\n"),
+			argPatch("/controllerManager/extraArgs", "node-monitor-grace-period", NodeMonitorGracePeriod)),
 	}
 	if in.EtcdImageTag != "" {
 		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches,
 			fmt.Sprintf("apiVersion: kubeadm.k8s.io/%s\nkind: ClusterConfiguration\netcd:\n  local:\n    imageTag: %q\n", kubeadmAPI, in.EtcdImageTag))
+	}
+	if in.CoreDNSImageTag != "" {
+		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches,
+			fmt.Sprintf("apiVersion: kubeadm.k8s.io/%s\nkind: ClusterConfiguration\ndns:\n  imageTag: %q\n", kubeadmAPI, in.CoreDNSImageTag))
 	}
 	for i := 0; i < in.Workers; i++ {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
@@ -146,14 +151,14 @@ func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 // cluster wait for a CCM: --cloud-provider=external on
 // kube-controller-manager and on every kubelet (so that new nodes carry
 // the uninitialized taint), and kind's own provider ID removed from the
-// kubelets (the CCM sets it). extraKCM and extraInit are appended to the
+// kubelets (the CCM sets it). extraKCM is appended to the
 // ClusterConfiguration and InitConfiguration patches.
-func externalCloudProviderPatches(extraKCM, extraInit string) []v1alpha4.PatchJSON6902 {
+func externalCloudProviderPatches(extraKCM string) []v1alpha4.PatchJSON6902 {
 	return []v1alpha4.PatchJSON6902{
 		{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "ClusterConfiguration",
 			Patch: argPatch("/controllerManager/extraArgs", "cloud-provider", "external") + extraKCM},
 		{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "InitConfiguration",
-			Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external") + extraInit},
+			Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external")},
 		{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "JoinConfiguration",
 			Patch: dropProviderIDPatch() + argPatch("/nodeRegistration/kubeletExtraArgs", "cloud-provider", "external")},
 	}
@@ -179,7 +184,7 @@ func StockConfig(workers int, ipFamilies []string) ([]byte, error) {
 		TypeMeta:                     v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
 		Networking:                   v1alpha4.Networking{IPFamily: family},
 		Nodes:                        []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
-		KubeadmConfigPatchesJSON6902: externalCloudProviderPatches("", ""),
+		KubeadmConfigPatchesJSON6902: externalCloudProviderPatches(""),
 	}
 	for i := 0; i < workers; i++ {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})

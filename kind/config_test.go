@@ -12,7 +12,7 @@ import (
 )
 
 func TestClusterConfig(t *testing.T) {
-	cfg, err := clusterConfig(clusterConfigInput{Workers: 2, IPFamilies: []string{"IPv4"}, EtcdImageTag: "3.6.16-0"})
+	cfg, err := clusterConfig(clusterConfigInput{Workers: 2, IPFamilies: []string{"IPv4"}, EtcdImageTag: "3.6.16-0", CoreDNSImageTag: "v1.14.6"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,18 +30,20 @@ func TestClusterConfig(t *testing.T) {
 		t.Errorf("networking %+v", cfg.Networking)
 	}
 	patches := strings.Join(cfg.KubeadmConfigPatches, "\n---\n")
-	for _, want := range []string{"kind: KubeletConfiguration\nfailCgroupV1: false", "kind: ClusterConfiguration\netcd:\n  local:\n    imageTag: \"3.6.16-0\""} {
+	for _, want := range []string{"kind: KubeletConfiguration\nfailCgroupV1: false", "kind: ClusterConfiguration\netcd:\n  local:\n    imageTag: \"3.6.16-0\"",
+		"kind: ClusterConfiguration\ndns:\n  imageTag: \"v1.14.6\""} {
 		if !strings.Contains(patches, want) {
 			t.Errorf("merge patches lack %q:\n%s", want, patches)
 		}
 	}
-	// A published node image holds kubeadm's own etcd: no etcd patch.
+	// A published node image holds kubeadm's own etcd and CoreDNS: no
+	// image patch.
 	published, err := clusterConfig(clusterConfigInput{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := strings.Join(published.KubeadmConfigPatches, "\n---\n"); strings.Contains(p, "etcd") || !strings.Contains(p, "failCgroupV1: false") {
-		t.Errorf("without an etcd image tag, merge patches:\n%s", p)
+	if p := strings.Join(published.KubeadmConfigPatches, "\n---\n"); strings.Contains(p, "etcd") || strings.Contains(p, "dns:") || !strings.Contains(p, "failCgroupV1: false") {
+		t.Errorf("without etcd and CoreDNS image tags, merge patches:\n%s", p)
 	}
 	// Each JSON 6902 patch must parse as a list of operations on the
 	// kubeadm v1beta4 kind it names.
@@ -69,7 +71,6 @@ func TestClusterConfig(t *testing.T) {
 		{"ClusterConfiguration", "/controllerManager/extraArgs/-", external},
 		{"ClusterConfiguration", "/controllerManager/extraArgs/-", map[string]any{"name": "node-monitor-grace-period", "value": NodeMonitorGracePeriod}},
 		{"InitConfiguration", "/nodeRegistration/kubeletExtraArgs/-", external},
-		{"InitConfiguration", "/skipPhases/-", "addon/coredns"},
 		{"JoinConfiguration", "/nodeRegistration/kubeletExtraArgs/-", external},
 	}
 	for _, c := range checks {

@@ -24,6 +24,7 @@ func fakeRootfs(t *testing.T, root string) {
 		"usr/bin/dash":                 "dash",
 		"usr/bin/nc.openbsd":           "nc",
 		"usr/bin/curl":                 "curl",
+		"usr/bin/wget":                 "wget",
 		"usr/bin/ip":                   "ip",
 		"usr/bin/perl":                 "not wanted",
 		"usr/share/doc/perl/copyright": "docs",
@@ -33,6 +34,7 @@ func fakeRootfs(t *testing.T, root string) {
 		"dash":           {"/usr", "/usr/bin", "/usr/bin/dash", "/bin/sh"},
 		"netcat-openbsd": {"/usr/bin/nc.openbsd"},
 		"curl":           {"/usr/bin/curl"},
+		"wget":           {"/usr/bin/wget"},
 		"iproute2":       {"/usr/bin/ip"},
 		"perl-base":      {"/usr/bin/perl"},
 	}

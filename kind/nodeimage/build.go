@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/internal/ccmbuild"
 	"github.com/ccm-conformance/ccm-conformance/internal/k8sbin"
 )
 
@@ -236,6 +237,15 @@ func (b *builder) binaries(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	maps.Copy(bins, etcd)
+	// CoreDNS, from its own module and unmodified, as a provider's CCM is
+	// built (internal/ccmbuild: the same cache, locks and progress).
+	dns, err := ccmbuild.Ensure(ctx, ccmbuild.Request{Module: CoreDNSModule, Version: b.key.CoreDNS, Package: CoreDNSModule,
+		CacheDir: b.opts.CacheDir, Progress: b.opts.Progress, ProgressInterval: b.opts.ProgressInterval, Getenv: b.opts.Getenv, Go: b.opts.Go,
+		ColdBuild: "about 4 minutes on two cores"})
+	if err != nil {
+		return nil, fmt.Errorf("building CoreDNS %s: %w", b.key.CoreDNS, err)
+	}
+	bins["coredns"] = dns.Path
 	b.progressf("binaries: ready (%s)", strings.Join(slices.Sorted(maps.Keys(bins)), ", "))
 	return bins, nil
 }
@@ -249,7 +259,7 @@ func (b *builder) images(ctx context.Context, rootfs string, bins map[string]str
 	}
 	var out []string
 	var debianLayer string
-	for _, ci := range ControlPlaneImages(b.key.Kubernetes, b.key.Etcd) {
+	for _, ci := range ControlPlaneImages(b.key.Kubernetes, b.key.Etcd, b.key.CoreDNS) {
 		dst := filepath.Join(dir, ci.Name+".tar")
 		out = append(out, dst)
 		if _, err := os.Stat(dst); err == nil {

@@ -45,10 +45,10 @@ type ControlPlaneImage struct {
 
 // ControlPlaneImages are the images kubeadm init and join run for
 // Kubernetes version k8s with etcd version etcd, tagged as kubeadm
-// expects (etcd as EtcdImageTag, given to kubeadm by the kind backend).
-// CoreDNS is not among them: the kind backend skips kubeadm's
-// addon/coredns phase, since no suite resolves names in the cluster.
-func ControlPlaneImages(k8s, etcd string) []ControlPlaneImage {
+// expects (etcd as EtcdImageTag and CoreDNS as coredns, both given to
+// kubeadm by the kind backend). CoreDNS serves the cluster's DNS, which
+// upstream's e2e specs use (they reach Services by name).
+func ControlPlaneImages(k8s, etcd, coredns string) []ControlPlaneImage {
 	var imgs []ControlPlaneImage
 	for _, n := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		imgs = append(imgs, ControlPlaneImage{Name: n, Ref: ImageRepository + "/" + n + ":" + k8s, Binary: "/usr/local/bin/" + n, User: "0:0"})
@@ -56,6 +56,11 @@ func ControlPlaneImages(k8s, etcd string) []ControlPlaneImage {
 	imgs = append(imgs,
 		ControlPlaneImage{Name: "kube-proxy", Ref: ImageRepository + "/kube-proxy:" + k8s, Binary: "/usr/local/bin/kube-proxy", User: "0:0", Debian: true},
 		ControlPlaneImage{Name: "etcd", Ref: ImageRepository + "/etcd:" + EtcdImageTag(etcd), Binary: "/usr/local/bin/etcd", User: "0:0"},
+		// kubeadm's CoreDNS Deployment runs the image's entrypoint with
+		// -conf only; root, where the upstream image runs as nonroot with
+		// a file capability to bind port 53 (kubeadm's securityContext
+		// drops every capability but NET_BIND_SERVICE either way).
+		ControlPlaneImage{Name: "coredns", Ref: ImageRepository + "/coredns/coredns:" + coredns, Binary: "/coredns", User: "0:0"},
 		ControlPlaneImage{Name: "pause", Ref: ImageRepository + "/pause:" + PauseVersion, Binary: "/pause", User: "65535:65535"},
 	)
 	return imgs

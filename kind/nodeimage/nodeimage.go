@@ -44,6 +44,14 @@ const (
 	// local cluster already built and cached. kubeadm is pointed at it
 	// (EtcdImageTag), instead of the 3.7.0-0 it would pick.
 	DefaultEtcdVersion = k8sbin.DefaultEtcdVersion
+	// DefaultCoreDNSVersion is the CoreDNS the cluster's DNS runs: the
+	// release kubeadm v1.37.2 deploys (cmd/kubeadm/app/constants.
+	// CoreDNSVersion), built unmodified from github.com/coredns/coredns.
+	// The kind backend names its tag to kubeadm (dns.imageTag), so another
+	// Kubernetes version runs it too.
+	DefaultCoreDNSVersion = "v1.14.6"
+	// CoreDNSModule is CoreDNS's Go module; its root package is its main.
+	CoreDNSModule = "github.com/coredns/coredns"
 	// DefaultDebianSuite is the release debootstrap installs.
 	DefaultDebianSuite = "bookworm"
 	// DefaultDebianMirror is used when the machine's apt sources name no
@@ -108,6 +116,8 @@ type Options struct {
 	KubernetesVersion string
 	// EtcdVersion of the etcd image. Default DefaultEtcdVersion.
 	EtcdVersion string
+	// CoreDNSVersion of the CoreDNS image. Default DefaultCoreDNSVersion.
+	CoreDNSVersion string
 	// DebianSuite debootstrap installs. Default DefaultDebianSuite.
 	DebianSuite string
 	// DebianMirror debootstrap downloads from. Default $CCM_CONFORMANCE_DEBIAN_MIRROR,
@@ -148,6 +158,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.EtcdVersion == "" {
 		o.EtcdVersion = DefaultEtcdVersion
+	}
+	if o.CoreDNSVersion == "" {
+		o.CoreDNSVersion = DefaultCoreDNSVersion
 	}
 	if o.DebianSuite == "" {
 		o.DebianSuite = DefaultDebianSuite
@@ -199,6 +212,7 @@ type Key struct {
 	Kind         string   `json:"kind"`
 	Kubernetes   string   `json:"kubernetes"`
 	Etcd         string   `json:"etcd"`
+	CoreDNS      string   `json:"coredns"`
 	Pause        string   `json:"pause"`
 	DebianSuite  string   `json:"debianSuite"`
 	DebianMirror string   `json:"debianMirror"`
@@ -212,6 +226,7 @@ func (o Options) key() Key {
 		Kind:         KindVersion,
 		Kubernetes:   o.KubernetesVersion,
 		Etcd:         o.EtcdVersion,
+		CoreDNS:      o.CoreDNSVersion,
 		Pause:        PauseVersion,
 		DebianSuite:  o.DebianSuite,
 		DebianMirror: o.DebianMirror,
@@ -256,6 +271,9 @@ type Image struct {
 	// etcd.local.imageTag; "" for a published image, which holds
 	// kubeadm's own.
 	EtcdImageTag string
+	// CoreDNSImageTag is the CoreDNS image tag it holds, for kubeadm's
+	// dns.imageTag; "" for a published image, which holds kubeadm's own.
+	CoreDNSImageTag string
 	// Published says it is a published kindest/node image (Resolve), not
 	// one built here.
 	Published bool
@@ -276,7 +294,7 @@ func Ensure(ctx context.Context, opts Options) (Image, error) {
 		return Image{}, err
 	}
 	key := opts.key()
-	img := Image{Tag: Tag(opts.Repository, key), Key: key, EtcdImageTag: EtcdImageTag(opts.EtcdVersion)}
+	img := Image{Tag: Tag(opts.Repository, key), Key: key, EtcdImageTag: EtcdImageTag(opts.EtcdVersion), CoreDNSImageTag: opts.CoreDNSVersion}
 	if id, err := imageID(ctx, opts.Docker, img.Tag); err == nil {
 		fmt.Fprintf(opts.Progress, "kind node image %s is cached in Docker (%s)\n", img.Tag, shortID(id))
 		img.ID = id

@@ -107,7 +107,7 @@ func TestTagChangesWithEveryInput(t *testing.T) {
 
 func TestControlPlaneImages(t *testing.T) {
 	got := map[string]string{}
-	for _, ci := range ControlPlaneImages("v1.37.2", "v3.6.16") {
+	for _, ci := range ControlPlaneImages("v1.37.2", "v3.6.16", "v1.14.6") {
 		got[ci.Name] = ci.Ref
 		if _, err := name.NewTag(ci.Ref); err != nil {
 			t.Errorf("%s: %v", ci.Ref, err)
@@ -123,6 +123,8 @@ func TestControlPlaneImages(t *testing.T) {
 		"kube-proxy":              "registry.k8s.io/kube-proxy:v1.37.2",
 		"etcd":                    "registry.k8s.io/etcd:3.6.16-0",
 		"pause":                   "registry.k8s.io/pause:3.10.2",
+		// kubeadm's DNS image: its repository's default gains /coredns.
+		"coredns": "registry.k8s.io/coredns/coredns:v1.14.6",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("images:\n got %v\nwant %v", got, want)
@@ -309,7 +311,7 @@ func TestWriteImageReadsBack(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("\x7fELF fake"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ci := ControlPlaneImages("v1.37.2", "v3.6.16")[2]
+	ci := ControlPlaneImages("v1.37.2", "v3.6.16", "v1.14.6")[2]
 	entries, err := binaryEntries(ci.Binary, bin)
 	if err != nil {
 		t.Fatal(err)
