@@ -29,8 +29,10 @@ func TestFocusSelectsTheSpecsThatRun(t *testing.T) {
 			t.Errorf("spec %q is not run and says no reason", s.Name)
 		}
 	}
-	if runs == 0 {
-		t.Error("no spec runs")
+	// Issue 31: every upstream spec a real cloud would pass runs on kind,
+	// but for the two documented ones.
+	if runs < 15 {
+		t.Errorf("%d of upstream's %d specs run, want at least 15", runs, len(Specs))
 	}
 	if re.MatchString("[sig-network] Services should be able to change the type and ports of a TCP service") {
 		t.Error("the focus matches a spec outside " + Describe)

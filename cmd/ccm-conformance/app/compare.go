@@ -72,9 +72,9 @@ and prints both sides' wall times and results.
 On first use it builds, with progress, into the binary cache: upstream's
 e2e test binary, kubectl and agnhost, and makes upstream's agnhost test
 image, which cannot be pulled here (a Debian root filesystem with sh, nc
-and curl, and agnhost). Upstream's specs that cannot pass against a load
-balancer whose ingress is on the harness's host are left out, each with
-its reason (docs/performance.md); --focus picks others.
+and curl, and agnhost). Upstream's specs that the reference cloud's load
+balancers on kind cannot serve are left out, each with its reason
+(docs/performance.md); --focus picks others.
 
 The run directory (--artifacts) is a run's, plus artifacts/upstream-e2e/
 (upstream's JUnit file and e2e.log) and artifacts/upstream-comparison.json.
