@@ -34,6 +34,7 @@ import (
 	"github.com/onsi/ginkgo/v2/reporters"
 
 	"github.com/ccm-conformance/ccm-conformance/internal/firstline"
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // Describe is the container text of upstream's specs in a full spec name:
@@ -44,36 +45,70 @@ const Describe = "[sig-network] LoadBalancers"
 // Spec is one upstream LoadBalancers spec, by the text of its It.
 type Spec struct {
 	Name string
+	// Needs are the capabilities a profile must claim for the spec to
+	// run (ForProfile): what upstream's spec asks of the cloud.
+	Needs []labels.Capability
 	// Run says it is run. A spec that is not run says why in Reason.
 	Run    bool
 	Reason string
 }
 
+// Capabilities upstream's specs need, besides LoadBalancer.
+var (
+	traffic     = []labels.Capability{labels.LoadBalancer, labels.DataPath}
+	udpTraffic  = []labels.Capability{labels.LoadBalancer, labels.LoadBalancerUDP, labels.DataPath}
+	affinity    = []labels.Capability{labels.LoadBalancer, labels.LoadBalancerSessionAffinity, labels.DataPath}
+	healthCheck = []labels.Capability{labels.LoadBalancer, labels.LoadBalancerHealthCheckNodePort, labels.DataPath}
+)
+
 // Specs are upstream's LoadBalancers specs at v1.37.2, and which of them
 // compare-upstream runs against the reference cloud's load balancers on
 // kind, which forward to the nodes' NodePorts.
 var Specs = []Spec{
-	{Name: "should be able to change the type and ports of a TCP service", Run: true},
-	{Name: "should be able to change the type and ports of a UDP service", Run: true},
-	{Name: "should only allow access from service loadbalancer source ranges", Run: true},
-	{Name: "should have session affinity work for LoadBalancer service with Local traffic policy", Run: true},
-	{Name: "should be able to switch session affinity for LoadBalancer service with Local traffic policy", Run: true},
-	{Name: "should have session affinity work for LoadBalancer service with Cluster traffic policy", Run: true},
-	{Name: "should be able to switch session affinity for LoadBalancer service with Cluster traffic policy", Run: true},
-	{Name: "should handle load balancer cleanup finalizer for service", Run: true},
-	{Name: "should be able to create LoadBalancer Service without NodePort and change it",
+	{Name: "should be able to change the type and ports of a TCP service", Needs: traffic, Run: true},
+	{Name: "should be able to change the type and ports of a UDP service", Needs: udpTraffic, Run: true},
+	{Name: "should only allow access from service loadbalancer source ranges", Needs: []labels.Capability{labels.LoadBalancer, labels.LoadBalancerSourceRanges, labels.DataPath}, Run: true},
+	{Name: "should have session affinity work for LoadBalancer service with Local traffic policy", Needs: affinity, Run: true},
+	{Name: "should be able to switch session affinity for LoadBalancer service with Local traffic policy", Needs: affinity, Run: true},
+	{Name: "should have session affinity work for LoadBalancer service with Cluster traffic policy", Needs: affinity, Run: true},
+	{Name: "should be able to switch session affinity for LoadBalancer service with Cluster traffic policy", Needs: affinity, Run: true},
+	{Name: "should handle load balancer cleanup finalizer for service", Needs: []labels.Capability{labels.LoadBalancer}, Run: true},
+	{Name: "should be able to create LoadBalancer Service without NodePort and change it", Needs: traffic,
 		Reason: "the reference load balancer is a proxy on the host that forwards to NodePorts, so a Service without them gets no traffic; a cloud's pass-through load balancer delivers packets for the ingress address to a node, where kube-proxy answers, which needs a network the host does not have"},
-	{Name: "should be able to preserve UDP traffic when server pod cycles for a LoadBalancer service on different nodes", Run: true},
-	{Name: "should be able to preserve UDP traffic when server pod cycles for a LoadBalancer service on the same nodes", Run: true},
+	{Name: "should be able to preserve UDP traffic when server pod cycles for a LoadBalancer service on different nodes", Needs: udpTraffic, Run: true},
+	{Name: "should be able to preserve UDP traffic when server pod cycles for a LoadBalancer service on the same nodes", Needs: udpTraffic, Run: true},
 	// Five DaemonSet rollouts, each pod serving 60 s after it is told to
 	// stop: about 11 minutes on two workers.
-	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Cluster", Run: true},
-	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Local",
+	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Cluster", Needs: traffic, Run: true},
+	{Name: "should not have connectivity disruption during rolling update with externalTrafficPolicy=Local", Needs: healthCheck,
 		Reason: "another 11 minutes of the Cluster one's rollouts; only the load balancer's health checks differ, which \"should only target nodes with endpoints\" and ccm-conformance's health check specs judge"},
-	{Name: "should work for type=LoadBalancer", Run: true},
-	{Name: "should only target nodes with endpoints", Run: true},
-	{Name: "should target all nodes with endpoints", Run: true},
-	{Name: "should work from pods", Run: true},
+	{Name: "should work for type=LoadBalancer", Needs: healthCheck, Run: true},
+	{Name: "should only target nodes with endpoints", Needs: healthCheck, Run: true},
+	{Name: "should target all nodes with endpoints", Needs: healthCheck, Run: true},
+	{Name: "should work from pods", Needs: healthCheck, Run: true},
+}
+
+// ForProfile returns specs with every spec that needs a capability the
+// profile does not claim (has) left out, saying which.
+func ForProfile(specs []Spec, has func(labels.Capability) bool) []Spec {
+	out := make([]Spec, len(specs))
+	for i, s := range specs {
+		out[i] = s
+		if !s.Run {
+			continue
+		}
+		var missing []string
+		for _, c := range s.Needs {
+			if !has(c) {
+				missing = append(missing, string(c))
+			}
+		}
+		if len(missing) > 0 {
+			out[i].Run = false
+			out[i].Reason = "the profile does not claim " + strings.Join(missing, ", ")
+		}
+	}
+	return out
 }
 
 // Focus is the ginkgo focus regexp that selects the specs of Specs that

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/labels"
 )
 
 // The focus selects exactly the specs marked to run, in the full text
@@ -182,5 +184,73 @@ func TestNewestAgnhost(t *testing.T) {
 	}
 	if _, err := newestAgnhost("registry.k8s.io/pause:3.10\n", "e2e.test"); err == nil || !strings.Contains(err.Error(), "e2e.test --list-images names no") {
 		t.Errorf("newestAgnhost of a list without agnhost: %v", err)
+	}
+}
+
+// A spec runs only where the profile claims what it needs; one left out
+// names what is missing, and a spec that never runs keeps its reason.
+func TestForProfile(t *testing.T) {
+	claims := func(cs ...labels.Capability) func(labels.Capability) bool {
+		return func(c labels.Capability) bool { return slices.Contains(cs, c) }
+	}
+	all := ForProfile(Specs, func(labels.Capability) bool { return true })
+	for i, s := range all {
+		if s.Run != Specs[i].Run || s.Reason != Specs[i].Reason {
+			t.Errorf("with every capability claimed, %q = run %v %q, want run %v %q", s.Name, s.Run, s.Reason, Specs[i].Run, Specs[i].Reason)
+		}
+		if len(s.Needs) == 0 || !slices.Contains(s.Needs, labels.LoadBalancer) {
+			t.Errorf("%q needs %v: every upstream spec needs LoadBalancer", s.Name, s.Needs)
+		}
+	}
+
+	cases := []struct {
+		name    string
+		has     func(labels.Capability) bool
+		runs    []string
+		missing map[string]string // spec -> a capability its reason names
+	}{
+		{
+			name:    "load balancers without a data path",
+			has:     claims(labels.LoadBalancer, labels.LoadBalancerUDP, labels.LoadBalancerSessionAffinity),
+			runs:    []string{"should handle load balancer cleanup finalizer for service"},
+			missing: map[string]string{"should work from pods": "DataPath", "should be able to change the type and ports of a TCP service": "DataPath"},
+		},
+		{
+			name: "a data path without UDP or affinity",
+			has:  claims(labels.LoadBalancer, labels.DataPath, labels.LoadBalancerSourceRanges, labels.LoadBalancerHealthCheckNodePort),
+			missing: map[string]string{
+				"should be able to change the type and ports of a UDP service":                                               "LoadBalancerUDP",
+				"should have session affinity work for LoadBalancer service with Local traffic policy":                       "LoadBalancerSessionAffinity",
+				"should be able to preserve UDP traffic when server pod cycles for a LoadBalancer service on the same nodes": "LoadBalancerUDP",
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := map[string]Spec{}
+			for _, s := range ForProfile(Specs, c.has) {
+				got[s.Name] = s
+			}
+			if c.runs != nil {
+				var runs []string
+				for _, s := range Specs {
+					if got[s.Name].Run {
+						runs = append(runs, s.Name)
+					}
+				}
+				if !slices.Equal(runs, c.runs) {
+					t.Errorf("runs %q, want %q", runs, c.runs)
+				}
+			}
+			for name, capability := range c.missing {
+				s, ok := got[name]
+				if !ok || s.Run || !strings.Contains(s.Reason, "the profile does not claim") || !strings.Contains(s.Reason, capability) {
+					t.Errorf("%q = run %v, reason %q: want left out for want of %s", name, s.Run, s.Reason, capability)
+				}
+			}
+			if s := got["should be able to create LoadBalancer Service without NodePort and change it"]; s.Run || strings.Contains(s.Reason, "the profile does not claim") {
+				t.Errorf("the spec that never runs now says %q", s.Reason)
+			}
+		})
 	}
 }

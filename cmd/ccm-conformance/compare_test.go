@@ -67,7 +67,7 @@ func TestIntegrationCompareUpstreamPlumbing(t *testing.T) {
 		regexp.MustCompile(`(?m)^  ccm-conformance --label-filter '.*' +[1-9]\d* +0 +\d+ +\d+\.\ds$`),
 		regexp.MustCompile(`(?m)^  \[sig-network\] LoadBalancers \(upstream e2e, v1\.37\.2\) +1 +0 +0 +\d+\.\ds$`),
 		regexp.MustCompile(`(?m)^upstream specs left out \(\d+\):$`),
-		regexp.MustCompile(`(?m)^  should only allow access from service loadbalancer source ranges: its clients are pods`),
+		regexp.MustCompile(`(?m)^  should be able to create LoadBalancer Service without NodePort and change it: the reference load balancer is a proxy`),
 	} {
 		if !want.MatchString(res.stdout) {
 			t.Errorf("stdout does not match %q:\n%s", want, tail(res.stdout, 60))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -74,7 +75,9 @@ e2e test binary, kubectl and agnhost, and makes upstream's agnhost test
 image, which cannot be pulled here (a Debian root filesystem with sh, nc
 and curl, and agnhost). Upstream's specs that the reference cloud's load
 balancers on kind cannot serve are left out, each with its reason
-(docs/performance.md); --focus picks others.
+(docs/performance.md), and so are those that need a capability the
+profile does not claim (UDP, session affinity, source ranges, health
+check node ports, a data path); --focus picks others.
 
 The run directory (--artifacts) is a run's, plus artifacts/upstream-e2e/
 (upstream's JUnit file and e2e.log) and artifacts/upstream-comparison.json.
@@ -93,16 +96,32 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 			if backendName != kind.BackendName && backendName != local.BackendName {
 				return harnessErr(fmt.Errorf("--backend %q: want %s or %s", backendName, kind.BackendName, local.BackendName))
 			}
+			comparison := Comparison{Backend: backendName}
 			if e2eBinary != "" {
 				if err := checkExecutableFile(e2eBinary); err != nil {
 					return harnessErr(fmt.Errorf("--e2e-binary: %w", err))
 				}
 			}
-			// The profile is checked before anything is built.
-			if _, err := profile.Load(providerPath); err != nil {
+			// The profile is checked before anything is built. Upstream's
+			// specs that need a capability it does not claim are left out.
+			prof, err := profile.Load(providerPath)
+			if err != nil {
 				return harnessErr(err)
 			}
+			specs := upstreame2e.ForProfile(upstreame2e.Specs, prof.Has)
+			if focus == "" {
+				if !slices.ContainsFunc(specs, func(s upstreame2e.Spec) bool { return s.Run }) {
+					return harnessErr(fmt.Errorf("%s claims none of the capabilities upstream's LoadBalancers specs need (LoadBalancer at least): nothing to compare", providerPath))
+				}
+				focus = upstreame2e.Focus(specs)
+				for _, s := range specs {
+					if !s.Run {
+						comparison.NotRun = append(comparison.NotRun, s)
+					}
+				}
+			}
 			version := cmp.Or(clusterKubernetesVersion(kubernetesVersion, providerPath), local.DefaultKubernetesVersion)
+			comparison.KubernetesVersion = version
 			backend, err := chooseBackend(backendName, "", "")
 			if err != nil {
 				return harnessErr(err)
@@ -112,7 +131,6 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 				return harnessErr(err)
 			}
 
-			comparison := Comparison{Backend: backendName, KubernetesVersion: version}
 			var upstreamRan bool
 			opts := runner.Options{
 				ProfilePath:       providerPath,
@@ -139,13 +157,6 @@ Exit code: 0 when both sides passed, 1 when a spec of either side failed,
 					comparison.UpstreamSpecs = res.Specs
 					return nil
 				},
-			}
-			if focus == "" {
-				for _, s := range upstreame2e.Specs {
-					if !s.Run {
-						comparison.NotRun = append(comparison.NotRun, s)
-					}
-				}
 			}
 			code, runErr := rundir.Run(ctx, rundir.Options{Runner: opts, Name: "ccm-conformance", Dir: artifacts, Out: stdout})
 			if !upstreamRan {
