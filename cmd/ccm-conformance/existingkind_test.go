@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +117,10 @@ func TestIntegrationKindAsExistingCluster(t *testing.T) {
 	endpoint := "tcp://" + net.JoinHostPort(kc.HostIP(), freePort(t, kc.HostIP()))
 	cloud := startLogged(t, ctx, filepath.Join(dir, "cloud.log"), nil, filepath.Join(binDir, "reference-cloud"),
 		"--listen="+endpoint, "--kind-cluster="+kc.Name())
-	t.Cleanup(func() { stopProcess(cloud) })
+	t.Cleanup(func() {
+		stopProcess(cloud)
+		checkIngressRouteGone(t, filepath.Join(dir, "cloud.log"))
+	})
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		c, err := net.Dial("tcp", strings.TrimPrefix(endpoint, "tcp://"))
 		if err == nil {
@@ -309,4 +314,26 @@ func checkSecretKeptOut(t *testing.T, runDir, secret string, res result) {
 		t.Errorf("no file of the run directory (%d files) shows where the secret was: did it reach the CCM's log?", files)
 	}
 	t.Logf("%d files, %d with the secret redacted", files, marked)
+}
+
+// checkIngressRouteGone fails the test when the reference cloud whose log
+// is logPath routed its ingress range to this host (on kind, as root) and
+// the route outlived it.
+func checkIngressRouteGone(t *testing.T, logPath string) {
+	t.Helper()
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Errorf("the cloud's log: %v", err)
+		return
+	}
+	m := regexp.MustCompile(`load balancer ingress IPs from (100\.72\.\d+\.0/24)`).FindSubmatch(data)
+	if m == nil {
+		return // loopback ingress: nothing routed
+	}
+	out, err := exec.Command("ip", "-4", "route", "show", "table", "local", string(m[1])).CombinedOutput()
+	if err != nil {
+		t.Errorf("ip route show table local %s: %v: %s", m[1], err, out)
+	} else if strings.TrimSpace(string(out)) != "" {
+		t.Errorf("the cloud's ingress route outlived it: %s", out)
+	}
 }

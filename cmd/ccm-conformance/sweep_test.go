@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -205,6 +206,10 @@ func startLogged(t *testing.T, ctx context.Context, logPath string, env []string
 	}
 	t.Cleanup(func() { log.Close() })
 	cmd := exec.CommandContext(ctx, name, args...)
+	// When ctx ends (the test returns before its cleanups run), stop it
+	// as stopProcess does, not with SIGKILL.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 15 * time.Second
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -232,8 +237,22 @@ func startReferenceCloud(t *testing.T, ctx context.Context, dir string) string {
 
 // stopProcess stops a started program; stopping it twice is fine.
 func stopProcess(cmd *exec.Cmd) {
-	if cmd.ProcessState == nil {
-		_ = cmd.Process.Kill()
+	if cmd.ProcessState != nil {
+		return
+	}
+	// SIGTERM first, as a service manager stops it: the reference cloud
+	// then closes its load balancers and removes the ingress route it
+	// added on kind, which a SIGKILL would leave on the host.
+	done := make(chan struct{})
+	go func() {
 		_ = cmd.Wait()
+		close(done)
+	}()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
 	}
 }
