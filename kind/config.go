@@ -152,7 +152,7 @@ func clusterConfig(in clusterConfigInput) (*v1alpha4.Cluster, error) {
 // kube-controller-manager and on every kubelet (so that new nodes carry
 // the uninitialized taint), and kind's own provider ID removed from the
 // kubelets (the CCM sets it). extraKCM is appended to the
-// ClusterConfiguration and InitConfiguration patches.
+// ClusterConfiguration patch.
 func externalCloudProviderPatches(extraKCM string) []v1alpha4.PatchJSON6902 {
 	return []v1alpha4.PatchJSON6902{
 		{Group: "kubeadm.k8s.io", Version: kubeadmAPI, Kind: "ClusterConfiguration",

@@ -1,6 +1,8 @@
 // Package ccmbuild builds a provider's cloud-controller-manager from its Go
 // module at a named version, unmodified, into the binary cache: the CCM a
-// profile names with ccm.binary.module (docs/profile.md).
+// profile names with ccm.binary.module (docs/profile.md). The kind node
+// image builds CoreDNS the same way: any main package that must be built
+// from its module as its authors release it.
 //
 // A provider's CCM module usually has replace directives in its go.mod,
 // so it cannot be built with `go install module/cmd/ccm@version`. Ensure
@@ -137,8 +139,7 @@ type Request struct {
 	// Go is the go command used to build. Default: "go" found in PATH.
 	Go string
 	// ColdBuild says how long a cold build takes, for the progress line.
-	// Default: a CCM's, DefaultColdBuild. (The kind node image builds
-	// CoreDNS here too, another main package built unmodified.)
+	// Default: a CCM's, DefaultColdBuild.
 	ColdBuild string
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -71,20 +70,16 @@ func claimAddressBlock(rng *rand.Rand) (*addressBlock, error) {
 		firstBlock, lastBlock, maxTries, lastErr)
 }
 
-// routableIngressNet holds the routable ingress ranges: the cloud whose
-// automatic block is 127.X.0.0/16 takes 100.72.X.0/24 (in the shared
-// address space of RFC 6598, which neither Docker's networks nor kind's
-// pod and service ranges use).
-var routableIngressNet = [2]byte{100, 72}
-
 // routableIngress is an ingress range made local to this host by a route
 // of type local on lo: the host holds every address in it, so load
 // balancers listen there as on loopback, while the kind nodes, whose
 // default route is this host, and their pods, whose packets kube-proxy
-// takes once the Service's status names the address, reach it too.
+// takes once the Service's status names the address, reach it too. The
+// cloud whose automatic block is 127.X.0.0/16 takes 100.72.X.0/24, in the
+// shared address space of RFC 6598, which neither Docker's networks nor
+// kind's pod and Service networks use.
 type routableIngress struct {
 	Prefix netip.Prefix
-	ip     string // the ip command
 }
 
 // routeIngress makes the ingress range of block local to this host: `ip
@@ -92,22 +87,27 @@ type routableIngress struct {
 // it the error says so and the caller keeps the loopback range. A route
 // left by a cloud that was killed (the block's claim is ours now) is
 // taken over.
-func routeIngress(ctx context.Context, block *addressBlock) (*routableIngress, error) {
-	b := block.Block.Addr().As4()
-	p := netip.PrefixFrom(netip.AddrFrom4([4]byte{routableIngressNet[0], routableIngressNet[1], b[1], 0}), 24)
-	r := &routableIngress{Prefix: p, ip: "ip"}
-	out, err := exec.CommandContext(ctx, r.ip, "-4", "route", "add", "local", p.String(), "dev", "lo").CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "File exists") {
-		return nil, fmt.Errorf("ip route add local %s dev lo: %v: %s", p, err, strings.TrimSpace(string(out)))
+func routeIngress(block *addressBlock) (*routableIngress, error) {
+	x := block.Block.Addr().As4()[1]
+	r := &routableIngress{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{100, 72, x, 0}), 24)}
+	out, err := r.ip("add")
+	if err != nil && !strings.Contains(out, "File exists") {
+		return nil, err
 	}
 	return r, nil
 }
 
 // Release removes the route.
 func (r *routableIngress) Release() error {
-	out, err := exec.Command(r.ip, "-4", "route", "del", "local", r.Prefix.String(), "dev", "lo").CombinedOutput()
+	_, err := r.ip("del")
+	return err
+}
+
+// ip runs `ip -4 route VERB local PREFIX dev lo`.
+func (r *routableIngress) ip(verb string) (string, error) {
+	out, err := exec.Command("ip", "-4", "route", verb, "local", r.Prefix.String(), "dev", "lo").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ip route del local %s dev lo: %v: %s", r.Prefix, err, strings.TrimSpace(string(out)))
+		return string(out), fmt.Errorf("ip route %s local %s dev lo: %v: %s", verb, r.Prefix, err, strings.TrimSpace(string(out)))
 	}
-	return nil
+	return string(out), nil
 }

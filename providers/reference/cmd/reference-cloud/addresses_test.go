@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -88,7 +87,7 @@ func TestIntegrationRouteIngress(t *testing.T) {
 				t.Fatalf("adding a leftover route: %v: %s", err, out)
 			}
 		}
-		r, err := routeIngress(context.Background(), block)
+		r, err := routeIngress(block)
 		if err != nil {
 			t.Fatalf("leftover route %v: %v", leftover, err)
 		}

@@ -77,20 +77,20 @@ func run(args []string) int {
 		}
 		if *ingressRange == rangeAuto {
 			opts.IngressIPRange = block.Ingress
-		}
-		if *ingressRange == rangeAuto && *kindCluster != "" {
 			// The kind nodes' pods must reach the load balancers too: a
-			// routable range where this host may add the route.
-			routed, err := routeIngress(context.Background(), block)
-			if err != nil {
-				logger.Printf("load balancer ingress IPs stay on loopback, where pods cannot reach them: %v", err)
-			} else {
-				defer func() {
-					if err := routed.Release(); err != nil {
-						logger.Print(err)
-					}
-				}()
-				opts.IngressIPRange = routed.Prefix
+			// range this host routes to itself, where it may add the route.
+			if *kindCluster != "" {
+				routed, err := routeIngress(block)
+				if err != nil {
+					logger.Printf("load balancer ingress IPs stay on loopback, where pods cannot reach them: %v", err)
+				} else {
+					defer func() {
+						if err := routed.Release(); err != nil {
+							logger.Print(err)
+						}
+					}()
+					opts.IngressIPRange = routed.Prefix
+				}
 			}
 		}
 	}
