@@ -38,6 +38,10 @@ conformance-kind: build ## Full conformance run against the reference CCM image 
 conformance-vsphere: build ## The vSphere CCM, built unmodified from k8s.io/cloud-provider-vsphere on first use (about 8 minutes, then cached), against govmomi's vCenter simulator on the local cluster; red while docs/findings.md has a finding (docs/providers.md)
 	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/vsphere.yaml scripts/conformance.sh
 
+.PHONY: conformance-aws
+conformance-aws: build ## The AWS CCM, built unmodified from k8s.io/cloud-provider-aws on first use (about 8 minutes, then cached), against the project's EC2 and ELB emulator on the local cluster; red while docs/findings.md has a finding (docs/providers.md)
+	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/aws.yaml scripts/conformance.sh
+
 .PHONY: test
 test: ## Unit and integration tests (builds the local cluster's binaries on first use)
 	@scripts/test.sh

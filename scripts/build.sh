@@ -18,6 +18,8 @@ targets=(
   ./providers/reference/cmd/reference-node-manager
   ./providers/vsphere/cmd/vsphere-cloud
   ./providers/vsphere/cmd/vsphere-cloud-driver
+  ./providers/aws/cmd/aws-cloud
+  ./providers/aws/cmd/aws-cloud-driver
 )
 echo "building bin/: ${targets[*]##*/}" >&2
 # One go command links them side by side; each is named after its directory.

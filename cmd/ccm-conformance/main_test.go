@@ -18,7 +18,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(testbin.Main(m, &binDir, slices.Concat([]string{"./cmd/ccm-conformance"}, testbin.ReferenceProvider, testbin.VSphereProvider)...))
+	os.Exit(testbin.Main(m, &binDir, slices.Concat([]string{"./cmd/ccm-conformance"}, testbin.ReferenceProvider, testbin.VSphereProvider, testbin.AWSProvider)...))
 }
 
 func repoRoot() string { return testbin.RepoRoot() }

@@ -52,6 +52,12 @@ func (b backend) Start(ctx context.Context, in cluster.StartInput) (cluster.Clus
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = in.KubernetesVersion
 	}
+	if len(opts.ClusterCIDRs) == 0 {
+		// Pods of the families the profile's nodes have: a provider whose
+		// instances are IPv4 only gets an IPv4 pod network, and its route
+		// controller no IPv6 podCIDRs to route.
+		opts.ClusterCIDRs = ClusterCIDRsOf(in.IPFamilies)
+	}
 	if opts.Logger.GetSink() == nil {
 		// The run's logger, which the runner puts in the context.
 		opts.Logger = logr.FromContextOrDiscard(ctx)

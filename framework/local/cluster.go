@@ -361,7 +361,18 @@ func (c *Cluster) apiServerArgs(etcdURL string, port int) []string {
 func (c *Cluster) controllerManagerArgs(kubeconfig string, port int) []string {
 	o := c.opts
 	pki := c.pki.path
-	return []string{
+	// A node CIDR mask size for each family of the pod networks only:
+	// kube-controller-manager refuses the other family's flag on a
+	// single-stack cluster.
+	var masks []string
+	for _, cidr := range o.ClusterCIDRs {
+		if strings.Contains(cidr, ":") {
+			masks = append(masks, "--node-cidr-mask-size-ipv6="+strconv.Itoa(o.NodeCIDRMaskSizeIPv6))
+		} else {
+			masks = append(masks, "--node-cidr-mask-size-ipv4="+strconv.Itoa(o.NodeCIDRMaskSizeIPv4))
+		}
+	}
+	return append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
@@ -386,11 +397,9 @@ func (c *Cluster) controllerManagerArgs(kubeconfig string, port int) []string {
 		"--allocate-node-cidrs=true",
 		"--cluster-cidr=" + strings.Join(o.ClusterCIDRs, ","),
 		"--service-cluster-ip-range=" + strings.Join(o.ServiceCIDRs, ","),
-		"--node-cidr-mask-size-ipv4=" + strconv.Itoa(o.NodeCIDRMaskSizeIPv4),
-		"--node-cidr-mask-size-ipv6=" + strconv.Itoa(o.NodeCIDRMaskSizeIPv6),
 		"--node-monitor-grace-period=" + o.NodeMonitorGracePeriod.String(),
 		"--node-monitor-period=" + (o.NodeMonitorGracePeriod / 5).String(),
-	}
+	}, masks...)
 }
 
 // firstServiceIPs returns the first address of each Service network: the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -38,9 +39,26 @@ const (
 	DefaultStopGracePeriod = 10 * time.Second
 )
 
-// DefaultClusterCIDRs returns the default pod networks: one per IP family,
-// since the local cluster is always dual-stack.
+// DefaultClusterCIDRs returns the default pod networks: one per IP family.
 func DefaultClusterCIDRs() []string { return []string{"10.244.0.0/16", "fd00:10:244::/56"} }
+
+// ClusterCIDRsOf returns the default pod networks of the given IP families
+// (IPv4, IPv6), IPv4 first: a cluster whose nodes are of one family gets
+// pods of that family only, as a single-stack cluster would. No family, or
+// none known, gives both.
+func ClusterCIDRsOf(families []string) []string {
+	var out []string
+	if slices.Contains(families, "IPv4") {
+		out = append(out, DefaultClusterCIDRs()[0])
+	}
+	if slices.Contains(families, "IPv6") {
+		out = append(out, DefaultClusterCIDRs()[1])
+	}
+	if len(out) == 0 {
+		return DefaultClusterCIDRs()
+	}
+	return out
+}
 
 // DefaultServiceCIDRs returns the default Service networks, one per family.
 func DefaultServiceCIDRs() []string { return []string{"10.96.0.0/16", "fd00:10:96::/112"} }
@@ -60,8 +78,10 @@ type Options struct {
 	Dir string
 
 	// ClusterCIDRs are the pod networks kube-controller-manager allocates
-	// node podCIDRs from (--cluster-cidr): one IPv4 and one IPv6 network, in
-	// that order of preference. Default: DefaultClusterCIDRs().
+	// node podCIDRs from (--cluster-cidr): an IPv4 network, an IPv6
+	// network, or both in that order (the API server and the Service
+	// networks stay dual-stack either way). Default: DefaultClusterCIDRs();
+	// the local backend passes ClusterCIDRsOf the profile's IP families.
 	ClusterCIDRs []string
 
 	// ServiceCIDRs are the Service networks (--service-cluster-ip-range):
@@ -165,18 +185,18 @@ func (o Options) withDefaults() (Options, error) {
 		o.Progress = io.Discard
 	}
 
-	clusterV4, clusterV6, err := dualStack("ClusterCIDRs", o.ClusterCIDRs)
+	clusterV4, clusterV6, err := podNetworks(o.ClusterCIDRs)
 	if err != nil {
 		return o, err
 	}
 	if _, _, err := dualStack("ServiceCIDRs", o.ServiceCIDRs); err != nil {
 		return o, err
 	}
-	if o.NodeCIDRMaskSizeIPv4 < clusterV4.Bits() || o.NodeCIDRMaskSizeIPv4 > 32 {
+	if clusterV4.IsValid() && (o.NodeCIDRMaskSizeIPv4 < clusterV4.Bits() || o.NodeCIDRMaskSizeIPv4 > 32) {
 		return o, fmt.Errorf("NodeCIDRMaskSizeIPv4 %d: want a prefix length between %d (that of %s) and 32",
 			o.NodeCIDRMaskSizeIPv4, clusterV4.Bits(), clusterV4)
 	}
-	if o.NodeCIDRMaskSizeIPv6 < clusterV6.Bits() || o.NodeCIDRMaskSizeIPv6 > 128 {
+	if clusterV6.IsValid() && (o.NodeCIDRMaskSizeIPv6 < clusterV6.Bits() || o.NodeCIDRMaskSizeIPv6 > 128) {
 		return o, fmt.Errorf("NodeCIDRMaskSizeIPv6 %d: want a prefix length between %d (that of %s) and 128",
 			o.NodeCIDRMaskSizeIPv6, clusterV6.Bits(), clusterV6)
 	}
@@ -184,6 +204,31 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("NodeMonitorGracePeriod %s: want a positive duration", o.NodeMonitorGracePeriod)
 	}
 	return o, nil
+}
+
+// podNetworks checks the pod networks: one IPv4 network, one IPv6
+// network, or both in that order; an absent family is the zero prefix.
+func podNetworks(cidrs []string) (v4, v6 netip.Prefix, err error) {
+	if len(cidrs) == 2 {
+		return dualStack("ClusterCIDRs", cidrs)
+	}
+	if len(cidrs) != 1 {
+		return v4, v6, fmt.Errorf("ClusterCIDRs %q: want an IPv4 network, an IPv6 network, or both (IPv4 first)", cidrs)
+	}
+	p, err := netip.ParsePrefix(cidrs[0])
+	if err != nil {
+		return v4, v6, fmt.Errorf("ClusterCIDRs: %w", err)
+	}
+	if p != p.Masked() {
+		return v4, v6, fmt.Errorf("ClusterCIDRs: %s has host bits set; did you mean %s?", cidrs[0], p.Masked())
+	}
+	if p.Addr().Is4() {
+		return p, v6, nil
+	}
+	if p.Addr().Is4In6() {
+		return v4, v6, fmt.Errorf("ClusterCIDRs: %s is an IPv4-mapped network", cidrs[0])
+	}
+	return v4, p, nil
 }
 
 // dualStack checks that cidrs are one IPv4 network followed by one IPv6

@@ -43,7 +43,8 @@ func TestOptionsValidation(t *testing.T) {
 		opts    Options
 		wantErr string
 	}{
-		{name: "single-stack pods", opts: Options{ClusterCIDRs: []string{"10.244.0.0/16"}}, wantErr: "ClusterCIDRs"},
+		{name: "three pod networks", opts: Options{ClusterCIDRs: []string{"10.244.0.0/16", "fd00:10:244::/56", "10.245.0.0/16"}}, wantErr: "ClusterCIDRs"},
+		{name: "an IPv4-mapped pod network", opts: Options{ClusterCIDRs: []string{"::ffff:10.244.0.0/112"}}, wantErr: "IPv4-mapped"},
 		{name: "families swapped", opts: Options{ClusterCIDRs: []string{"fd00:10:244::/56", "10.244.0.0/16"}}, wantErr: "IPv4 network then an IPv6"},
 		{name: "two IPv4 services", opts: Options{ServiceCIDRs: []string{"10.96.0.0/16", "10.97.0.0/16"}}, wantErr: "ServiceCIDRs"},
 		{name: "not a CIDR", opts: Options{ServiceCIDRs: []string{"10.96.0.0", "fd00:10:96::/112"}}, wantErr: "ServiceCIDRs"},
@@ -51,6 +52,8 @@ func TestOptionsValidation(t *testing.T) {
 		{name: "node mask wider than the cluster", opts: Options{NodeCIDRMaskSizeIPv4: 8}, wantErr: "NodeCIDRMaskSizeIPv4 8"},
 		{name: "node mask too long", opts: Options{NodeCIDRMaskSizeIPv6: 129}, wantErr: "NodeCIDRMaskSizeIPv6 129"},
 		{name: "negative grace period", opts: Options{NodeMonitorGracePeriod: -time.Second}, wantErr: "NodeMonitorGracePeriod"},
+		{name: "IPv4 pods only", opts: Options{ClusterCIDRs: []string{"10.244.0.0/16"}, NodeCIDRMaskSizeIPv6: 200}},
+		{name: "IPv6 pods only", opts: Options{ClusterCIDRs: []string{"fd00:10:244::/56"}, NodeCIDRMaskSizeIPv4: 99}},
 		{name: "custom and valid", opts: Options{
 			ClusterCIDRs: []string{"10.100.0.0/14", "fd00:1::/48"}, ServiceCIDRs: []string{"10.0.0.0/24", "fd00:2::/120"},
 			NodeCIDRMaskSizeIPv4: 26, NodeCIDRMaskSizeIPv6: 80,
@@ -217,6 +220,22 @@ func TestPKI(t *testing.T) {
 		}
 		if info.Mode().Perm() != 0o600 {
 			t.Errorf("%s has mode %v, want 0600", key, info.Mode().Perm())
+		}
+	}
+}
+
+func TestClusterCIDRsOf(t *testing.T) {
+	for _, c := range []struct {
+		families []string
+		want     []string
+	}{
+		{[]string{"IPv4"}, []string{"10.244.0.0/16"}},
+		{[]string{"IPv6"}, []string{"fd00:10:244::/56"}},
+		{[]string{"IPv6", "IPv4"}, []string{"10.244.0.0/16", "fd00:10:244::/56"}},
+		{nil, DefaultClusterCIDRs()},
+	} {
+		if got := ClusterCIDRsOf(c.families); !slices.Equal(got, c.want) {
+			t.Errorf("ClusterCIDRsOf(%v) = %v, want %v", c.families, got, c.want)
 		}
 	}
 }

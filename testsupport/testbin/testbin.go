@@ -39,6 +39,21 @@ var VSphereProvider = []string{
 	"./providers/vsphere/cmd/vsphere-cloud-driver",
 }
 
+// AWSProvider are the packages of the AWS provider's emulator and driver
+// (the CCM itself is built from its module into the binary cache).
+var AWSProvider = []string{
+	"./providers/aws/cmd/aws-cloud",
+	"./providers/aws/cmd/aws-cloud-driver",
+}
+
+// AWSProfile writes a copy of providers/profiles/aws.yaml into dir whose
+// bin/ paths point into binDir, mutate (if not nil) applied to the text,
+// and returns its path.
+func AWSProfile(t testing.TB, dir, binDir string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, "aws.yaml", dir, binDir, nil, mutate)
+}
+
 // VSphereProfile writes a copy of providers/profiles/vsphere.yaml into dir
 // whose bin/ paths point into binDir, mutate (if not nil) applied to the
 // text, and returns its path.
@@ -254,6 +269,7 @@ func writeProfile(t testing.TB, file, dir, binDir string, extraCCMArgs []string,
 	text := strings.ReplaceAll(string(data), "../../bin/", binDir+"/")
 	// Files the reference provider ships stay where they are in the tree.
 	text = strings.ReplaceAll(text, "../reference/", filepath.Join(RepoRoot(), "providers", "reference")+"/")
+	text = strings.ReplaceAll(text, "../aws/", filepath.Join(RepoRoot(), "providers", "aws")+"/")
 	text = addArgs(text, "      - --cloud-provider=reference\n", extraCCMArgs)
 	if mutate != nil {
 		text = mutate(text)

@@ -1,0 +1,120 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// File names the emulator writes into its directory.
+const (
+	CloudConfigFile = "aws.conf"
+	ControlSocket   = "aws-control.sock"
+	ReadyFile       = "aws-cloud.ready"
+)
+
+// Server is a running emulator: the API on TCP, the control channel on a
+// unix socket.
+type Server struct {
+	Cloud *Cloud
+	URL   string
+	api   *http.Server
+	ctl   *http.Server
+	errs  chan error
+}
+
+// Serve starts the emulator on listen (host:port) and writes the CCM's
+// cloud config, then the control socket, then the ready file into dir.
+func Serve(ctx context.Context, c *Cloud, listen, dir string, logf func(string, ...any)) (*Server, error) {
+	apiLn, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the API on %s: %w", listen, err)
+	}
+	sock := filepath.Join(dir, ControlSocket)
+	_ = os.Remove(sock)
+	ctlLn, err := net.Listen("unix", sock)
+	if err != nil {
+		apiLn.Close()
+		return nil, fmt.Errorf("listening for the control channel on %s: %w", sock, err)
+	}
+	s := &Server{Cloud: c, URL: "http://" + apiLn.Addr().String(), errs: make(chan error, 2)}
+	api := http.Handler(c)
+	if logf != nil {
+		api = logRequests(c, logf)
+	}
+	s.api = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	s.ctl = &http.Server{Handler: c.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.errs <- serveErr("API", s.api.Serve(apiLn)) }()
+	go func() { s.errs <- serveErr("control channel", s.ctl.Serve(ctlLn)) }()
+	if err := os.WriteFile(filepath.Join(dir, CloudConfigFile), []byte(c.CloudConfig(s.URL)), 0o600); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReadyFile), []byte(s.URL+"\n"), 0o644); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func serveErr(what string, err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("serving the %s: %w", what, err)
+}
+
+// Errors delivers an error when a listener fails.
+func (s *Server) Errors() <-chan error { return s.errs }
+
+// Close stops both listeners.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(s.api.Shutdown(ctx), s.ctl.Shutdown(ctx))
+}
+
+// logRequests logs each failed API call; calls list has them all.
+func logRequests(c *Cloud, logf func(string, ...any)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		before := c.lastSeq()
+		c.ServeHTTP(w, r)
+		for _, call := range c.Calls(callsAfter(before)).Calls {
+			if call.Error != "" {
+				logf("%s %s by %s: %s", call.Action, call.Resource, call.Caller, call.Error)
+			}
+		}
+	})
+}
+
+// CloudConfig renders the CCM's INI cloud config (k8s.io/cloud-provider-aws
+// pkg/providers/v1/config, read with gcfg). [Global] names the zone, VPC,
+// subnet and cluster ID, so that the CCM builds its "self" instance
+// without instance metadata (newAWSCloud2: VPC, SubnetID and a cluster ID
+// set); each [ServiceOverride] sends one of its clients to the emulator,
+// instance metadata (ec2imds) included, so nothing asks 169.254.169.254.
+func (c *Cloud) CloudConfig(url string) string {
+	zone, vpc, subnet, cluster := c.CloudConfigGlobal()
+	var b strings.Builder
+	fmt.Fprintf(&b, "; The AWS CCM's cloud config for the EC2 and ELB emulator at %s,\n", url)
+	b.WriteString("; written by aws-cloud (providers/aws). The cloud driver reads it too.\n\n")
+	fmt.Fprintf(&b, "[Global]\nZone = %s\nVPC = %s\nSubnetID = %s\nKubernetesClusterID = %s\n", zone, vpc, subnet, cluster)
+	services := []struct{ service, signing string }{
+		{"EC2", "ec2"},
+		{"Elastic Load Balancing", "elasticloadbalancing"},
+		{"Elastic Load Balancing v2", "elasticloadbalancing"},
+		{"KMS", "kms"},
+		{"ec2imds", "ec2"},
+	}
+	for i, s := range services {
+		fmt.Fprintf(&b, "\n[ServiceOverride %q]\nService = %s\nRegion = %s\nURL = %s\nSigningRegion = %s\nSigningName = %s\n",
+			fmt.Sprint(i+1), s.service, c.st.region, url, c.st.region, s.signing)
+	}
+	return b.String()
+}

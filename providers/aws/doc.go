@@ -1,0 +1,83 @@
+// Package aws is the AWS provider of the conformance harness: the real,
+// unmodified AWS CCM (k8s.io/cloud-provider-aws v1.37.1,
+// cmd/aws-cloud-controller-manager, built from its module by the harness)
+// against an emulator of the parts of EC2 and classic Elastic Load
+// Balancing it calls, with a cloud driver. Its profile is
+// providers/profiles/aws.yaml. Like every provider it never imports the
+// harness; the harness talks to it as to any CCM and cloud: a process, a
+// cloud config, a cloud driver.
+//
+// # What is here
+//
+//   - cloud, cmd/aws-cloud: the emulator. EC2 (API version 2016-11-15)
+//     and classic Elastic Load Balancing (2012-06-01) over their Query
+//     protocols on one HTTP port, told apart by the Version parameter.
+//     Every method of the CCM's iface.EC2 and ELB interfaces is served;
+//     cloud.TestIntegrationOperationsCoverTheCCM reads those interfaces
+//     from the CCM's module source at the profile's version and fails
+//     when one is missing. The wire format is tested by round trips
+//     through the aws-sdk-go-v2 clients at the versions the CCM links.
+//     It writes the CCM's cloud config (aws.conf) and a control socket
+//     into the run's directory, then aws-cloud.ready.
+//   - driver, cmd/aws-cloud-driver: the cloud driver (protocol v1,
+//     docs/cloud-driver.md). It reads the cloud with the AWS SDK, as a
+//     driver for real AWS would (DescribeInstances, DescribeLoadBalancers,
+//     DescribeSecurityGroups, DescribeRouteTables, CreateRoute,
+//     DeleteRoute), and uses the control channel only for what AWS cannot
+//     do for a test.
+//   - awsctl: the control channel, JSON over HTTP on the unix socket.
+//   - deploy/leader-migration.yaml: the leader migration configuration.
+//
+// # What is emulated, and how the CCM sees it
+//
+// One account, one region (us-east-1), one VPC (10.0.0.0/16), a subnet
+// per availability zone tagged for the cluster and for internet-facing
+// load balancers (kubernetes.io/role/elb), the VPC's main route table
+// tagged for the cluster (the route controller's), and a security group
+// for the nodes tagged for the cluster (the one the CCM opens to each load
+// balancer's group). A node is an instance whose private DNS name is the
+// node's name: the CCM finds a node without a providerID by that name
+// (DescribeInstances, filter private-dns-name) and sets
+// aws:///<zone>/<instance ID>. An instance has one network interface with
+// a private IPv4 address of its zone's subnet, a public IPv4 address
+// (203.0.113.0/24) and public DNS name, and an IPv6 address when asked.
+//
+// The cloud config's [Global] names the zone, VPC, subnet and cluster ID,
+// so the CCM builds its own "instance" without the metadata service
+// (newAWSCloud2), and a [ServiceOverride] per client (EC2, Elastic Load
+// Balancing, v2, KMS, ec2imds) sends every call to the emulator. The CCM
+// signs with SigV4 using the profile's key; the emulator requires a
+// signature, does not check it, and records the access key ID as the
+// caller.
+//
+// # What is emulator-only, and why
+//
+//   - instance create: AWS names an instance's private DNS name after its
+//     address; a test needs one named like the node it registers. Delete,
+//     stop and start go through the control channel too (a driver for
+//     real AWS would call TerminateInstances, StopInstances,
+//     StartInstances).
+//   - instance set-addresses: an instance's addresses are its network
+//     interfaces'; the emulator sets them as EC2 would hold them (private
+//     IPv4 and IPv6 addresses, one public address and DNS name) and
+//     refuses what EC2 cannot hold (two public addresses, another
+//     Hostname).
+//   - fault inject, fault clear: answers of 503 Unavailable to the CCM's
+//     calls on a target (instances: DescribeInstances; routes; load
+//     balancers), never to the driver's, which signs with its own key.
+//   - calls list: AWS's CloudTrail delivers minutes late; the emulator
+//     logs every call as it answers it.
+//
+// # What is left out
+//
+// Network Load Balancers (ELBv2) and KMS: the CCM calls them only for
+// Services annotated for an NLB or an encrypted listener, which no spec
+// makes. The data path: a classic load balancer's ingress is a DNS name,
+// which the harness's probes cannot resolve to the emulator yet, so the
+// profile does not claim DataPath (docs/providers.md).
+//
+// Floor: a provider. Like a provider's own repository, it links no package
+// of this repository outside providers/, the driver SDK included: its
+// module (providers/go.mod) requires neither, and testsupport/floors
+// checks it package by package.
+package aws
