@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccm-conformance/ccm-conformance/reports/lkg"
 	"github.com/ccm-conformance/ccm-conformance/reports/prow"
 	"github.com/ccm-conformance/ccm-conformance/testsupport/testbin"
 )
@@ -16,7 +17,21 @@ import (
 // fails when one of them passes (re-check the finding, then update the
 // record) or when any other spec fails (triage it first: harness or CCM?).
 // This list never makes a run pass: the run still exits 1 and is red.
-var awsFindings = map[string]string{}
+var awsFindings = map[string]string{
+	"F2": "gives the cloud no node ports when allocateLoadBalancerNodePorts is false",
+	"F3": "removes a route inside the cluster CIDR that belongs to no node",
+}
+
+// awsWedgedDeletion is F4 of docs/findings.md, a race: when it strikes, the
+// CCM's service controller waits up to 10 minutes on a security group it
+// cannot delete, and a Service created meanwhile never gets the CCM's
+// attention (no finalizer, no ingress). Such a failure is F4's only when
+// the failure says so and a CCM log of the run shows the wait; it does not
+// fail in every run, so its passing is no news.
+const (
+	awsWedgedDeletionFailure = "expected a load balancer ingress, saw none (finalizers [])"
+	awsWedgedDeletionLog     = "to delete/detach from SG so we can delete security groups"
+)
 
 // The AWS CCM, built unmodified from k8s.io/cloud-provider-aws at the
 // profile's version (cached like the Kubernetes binaries), runs the whole
@@ -28,63 +43,51 @@ func TestIntegrationAWSFindings(t *testing.T) {
 	artifacts := t.TempDir()
 	profile := testbin.AWSProfile(t, t.TempDir(), binDir, nil)
 	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts)
-	wantCode := 0
-	if len(awsFindings) > 0 {
-		wantCode = 1
-	}
-	if res.code != wantCode {
-		t.Errorf("exit code %d, want %d (%d findings)\nstdout:\n%s\nstderr:\n%s", res.code, wantCode, len(awsFindings), tail(res.stdout, 60), tail(res.stderr, 20))
+	if res.code != 1 {
+		t.Errorf("exit code %d, want 1 (the findings fail)\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 60), tail(res.stderr, 20))
 	}
 
-	data, err := os.ReadFile(filepath.Join(artifacts, prow.SpecsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var specs prow.SpecRecords
-	if err := json.Unmarshal(data, &specs); err != nil {
-		t.Fatal(err)
-	}
-	failing := map[string]bool{}
-	passed := 0
-	for _, s := range specs.Specs {
-		finding := ""
-		for id, text := range awsFindings {
-			if strings.Contains(s.Text, text) {
-				finding = id
-			}
-		}
-		switch {
-		case s.Failed() && finding != "":
-			failing[finding] = true
-		case s.Failed():
-			t.Errorf("spec %q failed and is no finding of docs/findings.md: triage it (harness or CCM?): %s", s.Text, firstLine(s.Failure))
-		case finding != "":
-			t.Errorf("finding %s no longer fails (spec %q: %s): re-check it and update docs/findings.md", finding, s.Text, s.State)
-		case s.Passed():
-			passed++
-		case s.Skipped() && !strings.Contains(s.SkipReason, "does not declare capability"):
-			t.Errorf("spec %q skipped for a reason docs/providers.md does not give for AWS: %s", s.Text, s.SkipReason)
-		}
-	}
-	for id := range awsFindings {
-		if !failing[id] {
-			t.Errorf("finding %s did not fail", id)
-		}
-	}
+	passed := findingsCheck{
+		findings: awsFindings,
+		failOK: func(s prow.SpecRecord) (string, bool) {
+			return "F4 (a wedged Service deletion starved it)",
+				strings.Contains(s.Failure, awsWedgedDeletionFailure) && logsShow(t, artifacts, awsWedgedDeletionLog)
+		},
+	}.check(t, artifacts)
 	if passed < 30 {
 		t.Errorf("%d specs passed, want the AWS CCM's node, load balancer, route and leader migration specs (at least 30)", passed)
 	}
+	checkMetadata(t, artifacts, map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-aws@v1.37.1", prow.MetaCCMCloudProvider: "v0.37.0", prow.MetaKubernetesVersion: "v1.37.2"})
 
-	// The metadata proves which module ran, and the skew.
-	meta := map[string]any{}
-	if data, err := os.ReadFile(filepath.Join(artifacts, prow.MetadataFile)); err != nil {
-		t.Fatal(err)
-	} else if err := json.Unmarshal(data, &meta); err != nil {
+	// Published, the release team's check answers red, naming the two
+	// release-blocking findings.
+	storeURL := publishToNewStore(t, artifacts)
+	check := runHarness(t, nil, "lkg", "check", "--store", storeURL, "--kubernetes", "v1.37.2", "--providers", "aws", "-o", "json")
+	if check.code != 1 {
+		t.Fatalf("lkg check: exit %d, want 1 (not green)\n%s%s", check.code, check.stdout, check.stderr)
+	}
+	var answer lkg.CheckReport
+	if err := json.Unmarshal([]byte(check.stdout), &answer); err != nil {
+		t.Fatalf("lkg check -o json: %v", err)
+	}
+	if len(answer.Providers) != 1 || answer.Providers[0].Status != lkg.StatusRed ||
+		!strings.Contains(answer.Providers[0].Reason, awsFindings["F2"]) || !strings.Contains(answer.Providers[0].Reason, awsFindings["F3"]) {
+		t.Errorf("lkg check for aws: want red naming F2's and F3's specs, got %s", tail(check.stdout, 30))
+	}
+}
+
+// logsShow reports whether a CCM log of the run holds text.
+func logsShow(t *testing.T, artifacts, text string) bool {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(artifacts, "artifacts", "logs", "*", "ccm*.log"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-aws@v1.37.1", prow.MetaCCMCloudProvider: "v0.37.0", prow.MetaKubernetesVersion: "v1.37.2"} {
-		if got, _ := meta[key].(string); got != want {
-			t.Errorf("metadata %s = %q, want %q", key, got, want)
+	more, _ := filepath.Glob(filepath.Join(artifacts, "artifacts", "logs", "ccm*.log"))
+	for _, l := range append(logs, more...) {
+		if data, err := os.ReadFile(l); err == nil && strings.Contains(string(data), text) {
+			return true
 		}
 	}
+	return false
 }

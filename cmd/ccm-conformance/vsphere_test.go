@@ -2,8 +2,6 @@ package main_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,57 +39,14 @@ func TestIntegrationVSphereFindings(t *testing.T) {
 		t.Fatalf("exit code %d, want 1 (the findings fail)\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 60), tail(res.stderr, 20))
 	}
 
-	data, err := os.ReadFile(filepath.Join(artifacts, prow.SpecsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var specs prow.SpecRecords
-	if err := json.Unmarshal(data, &specs); err != nil {
-		t.Fatal(err)
-	}
-	failing := map[string]bool{}
-	passed := 0
-	for _, s := range specs.Specs {
-		finding := ""
-		for id, text := range vsphereFindings {
-			if strings.Contains(s.Text, text) {
-				finding = id
-			}
-		}
-		switch {
-		case s.Failed() && finding != "":
-			failing[finding] = true
-		case s.Failed():
-			t.Errorf("spec %q failed and is no finding of docs/findings.md: triage it (harness or CCM?): %s", s.Text, firstLine(s.Failure))
-		case finding != "":
-			t.Errorf("finding %s no longer fails (spec %q: %s): re-check it and update docs/findings.md", finding, s.Text, s.State)
-		case s.Passed():
-			passed++
-		case s.Skipped() && !strings.Contains(s.SkipReason, "does not declare capability") && !strings.Contains(s.SkipReason, vsphereCannotSetUp):
-			t.Errorf("spec %q skipped for a reason docs/providers.md does not give for vSphere: %s", s.Text, s.SkipReason)
-		}
-	}
-	for id := range vsphereFindings {
-		if !failing[id] {
-			t.Errorf("finding %s did not fail", id)
-		}
-	}
+	passed := findingsCheck{
+		findings: vsphereFindings,
+		skipOK:   func(reason string) bool { return strings.Contains(reason, vsphereCannotSetUp) },
+	}.check(t, artifacts)
 	if passed < 10 {
 		t.Errorf("%d specs passed, want the vSphere CCM's node specs (at least 10)", passed)
 	}
-
-	// The metadata proves which module ran, and the skew.
-	meta := map[string]any{}
-	if data, err := os.ReadFile(filepath.Join(artifacts, prow.MetadataFile)); err != nil {
-		t.Fatal(err)
-	} else if err := json.Unmarshal(data, &meta); err != nil {
-		t.Fatal(err)
-	}
-	for key, want := range map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-vsphere@v1.36.0", prow.MetaCCMCloudProvider: "v0.36.0", prow.MetaKubernetesVersion: "v1.37.2"} {
-		if got, _ := meta[key].(string); got != want {
-			t.Errorf("metadata %s = %q, want %q", key, got, want)
-		}
-	}
+	checkMetadata(t, artifacts, map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-vsphere@v1.36.0", prow.MetaCCMCloudProvider: "v0.36.0", prow.MetaKubernetesVersion: "v1.37.2"})
 
 	// Published, the release team's check answers as docs/findings.md says.
 	storeURL := publishToNewStore(t, artifacts)
