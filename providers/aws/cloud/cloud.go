@@ -32,6 +32,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -346,21 +347,12 @@ func (c *Cloud) Calls(q awsctl.CallsQuery) awsctl.Calls {
 			continue
 		}
 		out.Last = call.Seq
-		if len(q.Operations) > 0 && !contains(q.Operations, call.Operation) {
+		if len(q.Operations) > 0 && !slices.Contains(q.Operations, call.Operation) {
 			continue
 		}
 		out.Calls = append(out.Calls, call)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ---- faults
@@ -469,7 +461,7 @@ func (c *Cloud) CreateInstance(req awsctl.CreateInstance) (awsctl.Instance, erro
 	}
 	s.nextIP[sn.id]++
 	host := s.nextIP[sn.id] + 9
-	if contains(families, "IPv4") {
+	if slices.Contains(families, "IPv4") {
 		ip := sn.cidr.Addr().As4()
 		ip[3] = byte(host)
 		in.privateIPs = []string{netip.AddrFrom4(ip).String()}
@@ -477,7 +469,7 @@ func (c *Cloud) CreateInstance(req awsctl.CreateInstance) (awsctl.Instance, erro
 		in.publicIP = pub.String()
 		in.publicDNS = fmt.Sprintf("ec2-%s.compute-1.amazonaws.com", strings.ReplaceAll(pub.String(), ".", "-"))
 	}
-	if contains(families, "IPv6") {
+	if slices.Contains(families, "IPv6") {
 		b := sn.cidr6.Addr().As16()
 		binary.BigEndian.PutUint32(b[12:], host)
 		in.ipv6 = []string{netip.AddrFrom16(b).String()}
@@ -508,9 +500,8 @@ func (c *Cloud) Act(req awsctl.InstanceAction) (awsctl.Instance, error) {
 	switch req.Action {
 	case "terminate":
 		in.state = "terminated"
-		in.terminatedAt = c.now()
 		for _, lb := range s.elbs {
-			lb.instances = deleteString(lb.instances, in.id)
+			lb.instances = slices.DeleteFunc(lb.instances, func(id string) bool { return id == in.id })
 		}
 	case "stop":
 		in.state = "stopped"
@@ -569,20 +560,8 @@ func (s *state) setAddresses(in *instance, addrs []awsctl.Address) error {
 	return nil
 }
 
-func deleteString(list []string, s string) []string {
-	out := list[:0]
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 func (c *Cloud) lastSeq() int64 {
 	c.logMu.Lock()
 	defer c.logMu.Unlock()
 	return c.seq
 }
-
-func callsAfter(seq int64) awsctl.CallsQuery { return awsctl.CallsQuery{After: seq} }

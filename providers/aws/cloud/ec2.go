@@ -224,7 +224,7 @@ func (s *state) describeInstances(p *params) (any, *apiError) {
 	ids := p.strs("InstanceId")
 	for _, id := range ids {
 		if s.instances[id] == nil {
-			return nil, errNotFound("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+			return nil, errCode("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
 		}
 	}
 	var res []xmlReservation
@@ -261,7 +261,7 @@ func (s *state) describeInstanceTopology(p *params) (any, *apiError) {
 func (s *state) modifyInstanceAttribute(p *params) (any, *apiError) {
 	in := s.instances[p.str("InstanceId")]
 	if in == nil {
-		return nil, errNotFound("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", p.str("InstanceId"))
+		return nil, errCode("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", p.str("InstanceId"))
 	}
 	switch {
 	case p.has("SourceDestCheck"):
@@ -270,12 +270,12 @@ func (s *state) modifyInstanceAttribute(p *params) (any, *apiError) {
 		groups := p.strs("GroupId")
 		for _, g := range groups {
 			if s.groups[g] == nil {
-				return nil, errNotFound("InvalidGroup.NotFound", "The security group '%s' does not exist", g)
+				return nil, errCode("InvalidGroup.NotFound", "The security group '%s' does not exist", g)
 			}
 		}
 		in.groups = groups
 	default:
-		return nil, errInvalid("InvalidParameterCombination", "the emulator changes only SourceDestCheck and GroupId")
+		return nil, errCode("InvalidParameterCombination", "the emulator changes only SourceDestCheck and GroupId")
 	}
 	return returnTrue{true}, nil
 }
@@ -357,7 +357,7 @@ type xmlVpc struct {
 func (s *state) describeVpcs(p *params) (any, *apiError) {
 	ids := p.strs("VpcId")
 	if len(ids) > 0 && !slices.Contains(ids, s.vpcID) {
-		return nil, errNotFound("InvalidVpcID.NotFound", "The vpc ID '%s' does not exist", ids[0])
+		return nil, errCode("InvalidVpcID.NotFound", "The vpc ID '%s' does not exist", ids[0])
 	}
 	ok, err := match(p.filters(), map[string][]string{"vpc-id": {s.vpcID}, "cidr": {s.vpcCIDR.String()}, "state": {"available"}}, nil)
 	if err != nil {
@@ -398,7 +398,7 @@ func (s *state) describeSubnets(p *params) (any, *apiError) {
 	ids := p.strs("SubnetId")
 	for _, id := range ids {
 		if s.subnets[id] == nil {
-			return nil, errNotFound("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
+			return nil, errCode("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 		}
 	}
 	var out []xmlSubnet
@@ -492,7 +492,7 @@ func (s *state) tagged(id string) (*tags, *apiError) {
 	case strings.HasPrefix(id, "rtb-"):
 		code = "InvalidRouteTableID.NotFound"
 	}
-	return nil, errNotFound(code, "The ID '%s' does not exist", id)
+	return nil, errCode(code, "The ID '%s' does not exist", id)
 }
 
 func (s *state) createTags(p *params) (any, *apiError) {
@@ -598,7 +598,7 @@ func (s *state) describeRouteTables(p *params) (any, *apiError) {
 func (s *state) createRoute(p *params) (any, *apiError) {
 	rt := s.routeTables[p.str("RouteTableId")]
 	if rt == nil {
-		return nil, errNotFound("InvalidRouteTableID.NotFound", "The routeTable ID '%s' does not exist", p.str("RouteTableId"))
+		return nil, errCode("InvalidRouteTableID.NotFound", "The routeTable ID '%s' does not exist", p.str("RouteTableId"))
 	}
 	dest, aerr := routeDestination(p)
 	if aerr != nil {
@@ -608,16 +608,16 @@ func (s *state) createRoute(p *params) (any, *apiError) {
 	if r.instanceID != "" {
 		in := s.instances[r.instanceID]
 		if in == nil || in.state == "terminated" {
-			return nil, errNotFound("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", r.instanceID)
+			return nil, errCode("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", r.instanceID)
 		}
 		r.eni = s.eniID(in)
 	}
 	if r.instanceID == "" && r.eni == "" && r.gateway == "" {
-		return nil, errInvalid("MissingParameter", "The request must contain a target: InstanceId, NetworkInterfaceId or GatewayId")
+		return nil, errCode("MissingParameter", "The request must contain a target: InstanceId, NetworkInterfaceId or GatewayId")
 	}
 	for _, old := range rt.routes {
 		if old.destination == dest {
-			return nil, errInvalid("RouteAlreadyExists", "The route identified by %s already exists.", dest)
+			return nil, errCode("RouteAlreadyExists", "The route identified by %s already exists.", dest)
 		}
 	}
 	rt.routes = append(rt.routes, r)
@@ -627,7 +627,7 @@ func (s *state) createRoute(p *params) (any, *apiError) {
 func (s *state) deleteRoute(p *params) (any, *apiError) {
 	rt := s.routeTables[p.str("RouteTableId")]
 	if rt == nil {
-		return nil, errNotFound("InvalidRouteTableID.NotFound", "The routeTable ID '%s' does not exist", p.str("RouteTableId"))
+		return nil, errCode("InvalidRouteTableID.NotFound", "The routeTable ID '%s' does not exist", p.str("RouteTableId"))
 	}
 	dest, aerr := routeDestination(p)
 	if aerr != nil {
@@ -635,7 +635,7 @@ func (s *state) deleteRoute(p *params) (any, *apiError) {
 	}
 	i := slices.IndexFunc(rt.routes, func(r route) bool { return r.destination == dest && r.gateway != "local" })
 	if i < 0 {
-		return nil, errNotFound("InvalidRoute.NotFound", "no route with destination-cidr-block %s in route table %s", dest, rt.id)
+		return nil, errCode("InvalidRoute.NotFound", "no route with destination-cidr-block %s in route table %s", dest, rt.id)
 	}
 	rt.routes = slices.Delete(rt.routes, i, i+1)
 	return struct{}{}, nil
@@ -648,21 +648,21 @@ func routeDestination(p *params) (string, *apiError) {
 	v4, v6 := p.str("DestinationCidrBlock"), p.str("DestinationIpv6CidrBlock")
 	switch {
 	case v4 != "" && v6 != "":
-		return "", errInvalid("InvalidParameterCombination", "give one of destinationCidrBlock and destinationIpv6CidrBlock")
+		return "", errCode("InvalidParameterCombination", "give one of destinationCidrBlock and destinationIpv6CidrBlock")
 	case v4 != "":
 		pfx, err := netip.ParsePrefix(v4)
 		if err != nil || !pfx.Addr().Is4() {
-			return "", errInvalid("InvalidParameterValue", "Value (%s) for parameter destinationCidrBlock is invalid. This is not a valid IPv4 CIDR block.", v4)
+			return "", errCode("InvalidParameterValue", "Value (%s) for parameter destinationCidrBlock is invalid. This is not a valid IPv4 CIDR block.", v4)
 		}
 		return pfx.Masked().String(), nil
 	case v6 != "":
 		pfx, err := netip.ParsePrefix(v6)
 		if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() {
-			return "", errInvalid("InvalidParameterValue", "Value (%s) for parameter destinationIpv6CidrBlock is invalid. This is not a valid IPv6 CIDR block.", v6)
+			return "", errCode("InvalidParameterValue", "Value (%s) for parameter destinationIpv6CidrBlock is invalid. This is not a valid IPv6 CIDR block.", v6)
 		}
 		return pfx.Masked().String(), nil
 	}
-	return "", errInvalid("MissingParameter", "The request must contain the parameter destinationCidrBlock or destinationIpv6CidrBlock")
+	return "", errCode("MissingParameter", "The request must contain the parameter destinationCidrBlock or destinationIpv6CidrBlock")
 }
 
 // ---- security groups
@@ -744,7 +744,7 @@ func (s *state) describeSecurityGroups(p *params) (any, *apiError) {
 	ids, names := p.strs("GroupId"), p.strs("GroupName")
 	for _, id := range ids {
 		if s.groups[id] == nil {
-			return nil, errNotFound("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
+			return nil, errCode("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 		}
 	}
 	var out []xmlSecurityGroup
@@ -790,14 +790,14 @@ func (s *state) describeSecurityGroups(p *params) (any, *apiError) {
 func (s *state) createSecurityGroup(p *params) (any, *apiError) {
 	name := p.str("GroupName")
 	if name == "" || p.str("GroupDescription") == "" {
-		return nil, errInvalid("MissingParameter", "GroupName and GroupDescription are required")
+		return nil, errCode("MissingParameter", "GroupName and GroupDescription are required")
 	}
 	if vpc := p.str("VpcId"); vpc != "" && vpc != s.vpcID {
-		return nil, errNotFound("InvalidVpcID.NotFound", "The vpc ID '%s' does not exist", vpc)
+		return nil, errCode("InvalidVpcID.NotFound", "The vpc ID '%s' does not exist", vpc)
 	}
 	for _, g := range s.groups {
 		if g.name == name {
-			return nil, errInvalid("InvalidGroup.Duplicate", "The security group '%s' already exists for VPC '%s'", name, s.vpcID)
+			return nil, errCode("InvalidGroup.Duplicate", "The security group '%s' already exists for VPC '%s'", name, s.vpcID)
 		}
 	}
 	g := &securityGroup{id: s.newID("sg"), name: name, description: p.str("GroupDescription")}
@@ -815,21 +815,21 @@ func (s *state) deleteSecurityGroup(p *params) (any, *apiError) {
 	id := p.str("GroupId")
 	g := s.groups[id]
 	if g == nil {
-		return nil, errNotFound("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
+		return nil, errCode("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 	}
 	for _, other := range s.groups {
 		if slices.ContainsFunc(other.ingress, func(pm permission) bool { return pm.group == id }) {
-			return nil, errInvalid("DependencyViolation", "resource %s has a dependent object (a rule of %s)", id, other.id)
+			return nil, errCode("DependencyViolation", "resource %s has a dependent object (a rule of %s)", id, other.id)
 		}
 	}
 	for _, lb := range s.elbs {
 		if slices.Contains(lb.groups, id) {
-			return nil, errInvalid("DependencyViolation", "resource %s has a dependent object (load balancer %s)", id, lb.name)
+			return nil, errCode("DependencyViolation", "resource %s has a dependent object (load balancer %s)", id, lb.name)
 		}
 	}
 	for _, in := range s.instances {
 		if in.state != "terminated" && slices.Contains(in.groups, id) {
-			return nil, errInvalid("DependencyViolation", "resource %s has a dependent object (instance %s)", id, in.id)
+			return nil, errCode("DependencyViolation", "resource %s has a dependent object (instance %s)", id, in.id)
 		}
 	}
 	delete(s.groups, id)
@@ -848,7 +848,7 @@ func permissions(p *params) ([]permission, *apiError) {
 			base.protocol = "udp"
 		case "tcp", "udp", "icmp", "icmpv6", "-1":
 		default:
-			return nil, errInvalid("InvalidParameterValue", "Invalid value '%s' for IP protocol", base.protocol)
+			return nil, errCode("InvalidParameterValue", "Invalid value '%s' for IP protocol", base.protocol)
 		}
 		if base.protocol == "-1" {
 			base.from, base.to = 0, 0
@@ -858,7 +858,7 @@ func permissions(p *params) ([]permission, *apiError) {
 			pm := base
 			pm.cidr = r.str("CidrIp")
 			if _, err := netip.ParsePrefix(pm.cidr); err != nil {
-				return nil, errInvalid("InvalidParameterValue", "CIDR block %s is malformed", pm.cidr)
+				return nil, errCode("InvalidParameterValue", "CIDR block %s is malformed", pm.cidr)
 			}
 			out, n = append(out, pm), n+1
 		}
@@ -866,7 +866,7 @@ func permissions(p *params) ([]permission, *apiError) {
 			pm := base
 			pm.cidr6 = r.str("CidrIpv6")
 			if _, err := netip.ParsePrefix(pm.cidr6); err != nil {
-				return nil, errInvalid("InvalidParameterValue", "CIDR block %s is malformed", pm.cidr6)
+				return nil, errCode("InvalidParameterValue", "CIDR block %s is malformed", pm.cidr6)
 			}
 			out, n = append(out, pm), n+1
 		}
@@ -876,7 +876,7 @@ func permissions(p *params) ([]permission, *apiError) {
 			out, n = append(out, pm), n+1
 		}
 		if n == 0 {
-			return nil, errInvalid("InvalidParameterValue", "an IpPermission needs a source: IpRanges, Ipv6Ranges or Groups")
+			return nil, errCode("InvalidParameterValue", "an IpPermission needs a source: IpRanges, Ipv6Ranges or Groups")
 		}
 	}
 	return out, nil
@@ -885,7 +885,7 @@ func permissions(p *params) ([]permission, *apiError) {
 func (s *state) authorizeIngress(p *params) (any, *apiError) {
 	g := s.groups[p.str("GroupId")]
 	if g == nil {
-		return nil, errNotFound("InvalidGroup.NotFound", "The security group '%s' does not exist", p.str("GroupId"))
+		return nil, errCode("InvalidGroup.NotFound", "The security group '%s' does not exist", p.str("GroupId"))
 	}
 	add, err := permissions(p)
 	if err != nil {
@@ -893,10 +893,10 @@ func (s *state) authorizeIngress(p *params) (any, *apiError) {
 	}
 	for _, pm := range add {
 		if pm.group != "" && s.groups[pm.group] == nil {
-			return nil, errNotFound("InvalidGroup.NotFound", "The security group '%s' does not exist", pm.group)
+			return nil, errCode("InvalidGroup.NotFound", "The security group '%s' does not exist", pm.group)
 		}
 		if slices.ContainsFunc(g.ingress, func(old permission) bool { return old.key() == pm.key() }) {
-			return nil, errInvalid("InvalidPermission.Duplicate", "the specified rule already exists in %s", g.id)
+			return nil, errCode("InvalidPermission.Duplicate", "the specified rule already exists in %s", g.id)
 		}
 	}
 	g.ingress = append(g.ingress, add...)
@@ -906,7 +906,7 @@ func (s *state) authorizeIngress(p *params) (any, *apiError) {
 func (s *state) revokeIngress(p *params) (any, *apiError) {
 	g := s.groups[p.str("GroupId")]
 	if g == nil {
-		return nil, errNotFound("InvalidGroup.NotFound", "The security group '%s' does not exist", p.str("GroupId"))
+		return nil, errCode("InvalidGroup.NotFound", "The security group '%s' does not exist", p.str("GroupId"))
 	}
 	del, err := permissions(p)
 	if err != nil {
@@ -915,7 +915,7 @@ func (s *state) revokeIngress(p *params) (any, *apiError) {
 	for _, pm := range del {
 		i := slices.IndexFunc(g.ingress, func(old permission) bool { return old.key() == pm.key() })
 		if i < 0 {
-			return nil, errNotFound("InvalidPermission.NotFound", "The specified rule does not exist in this security group.")
+			return nil, errCode("InvalidPermission.NotFound", "The specified rule does not exist in this security group.")
 		}
 		g.ingress = slices.Delete(g.ingress, i, i+1)
 	}

@@ -58,7 +58,7 @@ type queryResult struct {
 func (s *state) lb(name string) (*classicLB, *apiError) {
 	lb := s.elbs[name]
 	if lb == nil {
-		return nil, errNotFound("LoadBalancerNotFound", "There is no ACTIVE Load Balancer named '%s'", name)
+		return nil, errCode("LoadBalancerNotFound", "There is no ACTIVE Load Balancer named '%s'", name)
 	}
 	return lb, nil
 }
@@ -75,10 +75,10 @@ func readListeners(p *params) ([]listener, *apiError) {
 			x.instanceProtocol = x.protocol
 		}
 		if !slices.Contains([]string{"TCP", "SSL", "HTTP", "HTTPS"}, x.protocol) {
-			return nil, errInvalid("ValidationError", "Invalid protocol %q of a listener", l.str("Protocol"))
+			return nil, errCode("ValidationError", "Invalid protocol %q of a listener", l.str("Protocol"))
 		}
 		if x.port < 1 || x.port > 65535 || x.instancePort < 1 || x.instancePort > 65535 {
-			return nil, errInvalid("ValidationError", "listener ports must be 1 to 65535 (%d -> %d)", x.port, x.instancePort)
+			return nil, errCode("ValidationError", "listener ports must be 1 to 65535 (%d -> %d)", x.port, x.instancePort)
 		}
 		out = append(out, x)
 	}
@@ -88,31 +88,31 @@ func readListeners(p *params) ([]listener, *apiError) {
 func (s *state) createLB(p *params) (any, *apiError) {
 	name := p.str("LoadBalancerName")
 	if name == "" || len(name) > 32 {
-		return nil, errInvalid("ValidationError", "LoadBalancerName must be 1 to 32 characters: %q", name)
+		return nil, errCode("ValidationError", "LoadBalancerName must be 1 to 32 characters: %q", name)
 	}
 	listeners, err := readListeners(p)
 	if err != nil {
 		return nil, err
 	}
 	if len(listeners) == 0 {
-		return nil, errInvalid("ValidationError", "at least one listener is required")
+		return nil, errCode("ValidationError", "at least one listener is required")
 	}
 	if old := s.elbs[name]; old != nil {
-		return nil, errInvalid("DuplicateLoadBalancerName", "Load Balancer named '%s' already exists", name)
+		return nil, errCode("DuplicateLoadBalancerName", "Load Balancer named '%s' already exists", name)
 	}
 	subnets := p.strs("Subnets")
 	if len(subnets) == 0 {
-		return nil, errInvalid("ValidationError", "a load balancer in a VPC needs Subnets")
+		return nil, errCode("ValidationError", "a load balancer in a VPC needs Subnets")
 	}
 	for _, sn := range subnets {
 		if s.subnets[sn] == nil {
-			return nil, errInvalid("SubnetNotFound", "subnet %s does not exist", sn)
+			return nil, errCode("SubnetNotFound", "subnet %s does not exist", sn)
 		}
 	}
 	groups := p.strs("SecurityGroups")
 	for _, g := range groups {
 		if s.groups[g] == nil {
-			return nil, errInvalid("InvalidSecurityGroup", "security group %s does not exist", g)
+			return nil, errCode("InvalidSecurityGroup", "security group %s does not exist", g)
 		}
 	}
 	scheme := p.str("Scheme")
@@ -301,7 +301,7 @@ func (s *state) registerInstances(p *params) (any, *apiError) {
 	}
 	for _, id := range instanceIDs(p) {
 		if in := s.instances[id]; in == nil || in.state == "terminated" {
-			return nil, errInvalid("InvalidInstance", "The requested instance %s is not valid", id)
+			return nil, errCode("InvalidInstance", "The requested instance %s is not valid", id)
 		}
 		if !slices.Contains(lb.instances, id) {
 			lb.instances = append(lb.instances, id)
@@ -338,7 +338,7 @@ func (s *state) createLBPolicy(p *params) (any, *apiError) {
 	}
 	name := p.str("PolicyName")
 	if slices.ContainsFunc(lb.policies, func(x policy) bool { return x.name == name }) {
-		return nil, errInvalid("DuplicatePolicyName", "Policy %s already exists", name)
+		return nil, errCode("DuplicatePolicyName", "Policy %s already exists", name)
 	}
 	pol := policy{name: name, typeName: p.str("PolicyTypeName")}
 	for _, a := range p.list("PolicyAttributes") {
@@ -351,7 +351,7 @@ func (s *state) createLBPolicy(p *params) (any, *apiError) {
 func (s *state) checkPolicies(lb *classicLB, names []string) *apiError {
 	for _, n := range names {
 		if !slices.ContainsFunc(lb.policies, func(x policy) bool { return x.name == n }) {
-			return errNotFound("PolicyNotFound", "There is no policy named '%s' for load balancer '%s'", n, lb.name)
+			return errCode("PolicyNotFound", "There is no policy named '%s' for load balancer '%s'", n, lb.name)
 		}
 	}
 	return nil
@@ -387,7 +387,7 @@ func (s *state) setListenerPolicies(p *params) (any, *apiError) {
 	port := p.int32("LoadBalancerPort")
 	i := slices.IndexFunc(lb.listeners, func(l listener) bool { return l.port == port })
 	if i < 0 {
-		return nil, errNotFound("ListenerNotFound", "There is no listener on port %d", port)
+		return nil, errCode("ListenerNotFound", "There is no listener on port %d", port)
 	}
 	lb.listeners[i].policies = names
 	return struct{}{}, nil
@@ -436,7 +436,7 @@ func (s *state) attachSubnets(p *params) (any, *apiError) {
 	}
 	for _, sn := range p.strs("Subnets") {
 		if s.subnets[sn] == nil {
-			return nil, errInvalid("SubnetNotFound", "subnet %s does not exist", sn)
+			return nil, errCode("SubnetNotFound", "subnet %s does not exist", sn)
 		}
 		if !slices.Contains(lb.subnets, sn) {
 			lb.subnets = append(lb.subnets, sn)
@@ -474,7 +474,7 @@ func (s *state) createListeners(p *params) (any, *apiError) {
 		if i >= 0 {
 			old := lb.listeners[i]
 			if old.protocol != l.protocol || old.instancePort != l.instancePort || old.instanceProtocol != l.instanceProtocol {
-				return nil, errInvalid("DuplicateListener", "A listener already exists for %s with LoadBalancerPort %d, but with a different InstancePort, Protocol, or SSLCertificateId", lb.name, l.port)
+				return nil, errCode("DuplicateListener", "A listener already exists for %s with LoadBalancerPort %d, but with a different InstancePort, Protocol, or SSLCertificateId", lb.name, l.port)
 			}
 			continue
 		}
@@ -503,7 +503,7 @@ func (s *state) applyGroups(p *params) (any, *apiError) {
 	groups := p.strs("SecurityGroups")
 	for _, g := range groups {
 		if s.groups[g] == nil {
-			return nil, errInvalid("InvalidSecurityGroup", "security group %s does not exist", g)
+			return nil, errCode("InvalidSecurityGroup", "security group %s does not exist", g)
 		}
 	}
 	lb.groups = groups
@@ -521,10 +521,10 @@ func (s *state) configureHealthCheck(p *params) (any, *apiError) {
 	hc := healthCheck{target: h.str("Target"), interval: h.int32("Interval"), timeout: h.int32("Timeout"),
 		healthy: h.int32("HealthyThreshold"), unhealthy: h.int32("UnhealthyThreshold")}
 	if _, _, err := parseTarget(hc.target); err != nil {
-		return nil, errInvalid("ValidationError", "HealthCheck Target %q: %v", hc.target, err)
+		return nil, errCode("ValidationError", "HealthCheck Target %q: %v", hc.target, err)
 	}
 	if hc.interval < 5 || hc.timeout < 2 || hc.timeout >= hc.interval || hc.healthy < 2 || hc.unhealthy < 2 {
-		return nil, errInvalid("ValidationError", "HealthCheck %+v is out of range", hc)
+		return nil, errCode("ValidationError", "HealthCheck %+v is out of range", hc)
 	}
 	lb.health = hc
 	return struct {

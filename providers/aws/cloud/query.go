@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"encoding/xml"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -127,12 +128,10 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
-func errNotFound(code, format string, args ...any) *apiError {
-	return &apiError{status: 400, code: code, message: sprintf(format, args...)}
-}
-
-func errInvalid(code, format string, args ...any) *apiError {
-	return &apiError{status: 400, code: code, message: sprintf(format, args...)}
+// errCode is a client error (400) with an EC2 or Elastic Load Balancing
+// error code: InvalidInstanceID.NotFound, ValidationError, ...
+func errCode(code, format string, args ...any) *apiError {
+	return &apiError{status: 400, code: code, message: fmt.Sprintf(format, args...)}
 }
 
 // ec2ErrorBody is EC2's error document.

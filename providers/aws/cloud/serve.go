@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/aws/awsctl"
 )
 
 // File names the emulator writes into its directory.
@@ -31,7 +33,7 @@ type Server struct {
 
 // Serve starts the emulator on listen (host:port) and writes the CCM's
 // cloud config, then the control socket, then the ready file into dir.
-func Serve(ctx context.Context, c *Cloud, listen, dir string, logf func(string, ...any)) (*Server, error) {
+func Serve(c *Cloud, listen, dir string, logf func(string, ...any)) (*Server, error) {
 	apiLn, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening for the API on %s: %w", listen, err)
@@ -85,7 +87,7 @@ func logRequests(c *Cloud, logf func(string, ...any)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		before := c.lastSeq()
 		c.ServeHTTP(w, r)
-		for _, call := range c.Calls(callsAfter(before)).Calls {
+		for _, call := range c.Calls(awsctl.CallsQuery{After: before}).Calls {
 			if call.Error != "" {
 				logf("%s %s by %s: %s", call.Action, call.Resource, call.Caller, call.Error)
 			}

@@ -10,8 +10,6 @@ import (
 	"time"
 )
 
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
-
 // tag is an EC2 or Elastic Load Balancing tag.
 type tag struct {
 	Key   string `xml:"key"`
@@ -73,7 +71,6 @@ type instance struct {
 	groups       []string
 	srcDstCheck  bool
 	launched     time.Time
-	terminatedAt time.Time
 }
 
 // stateCode is EC2's numeric code of an instance state.
@@ -162,8 +159,6 @@ type classicLB struct {
 	backendPolicies map[int32][]string
 	attributes      lbAttributes
 	created         time.Time
-	// ingressIP is where the data path serves it, on loopback.
-	ingressIP netip.Addr
 }
 
 type lbAttributes struct {
@@ -238,7 +233,7 @@ func match(fs []filter, attrs map[string][]string, t tags) (bool, *apiError) {
 		default:
 			v, ok := attrs[f.name]
 			if !ok {
-				return false, errInvalid("InvalidParameterValue", "The filter '%s' is invalid", f.name)
+				return false, errCode("InvalidParameterValue", "The filter '%s' is invalid", f.name)
 			}
 			have = v
 		}

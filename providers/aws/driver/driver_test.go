@@ -126,7 +126,7 @@ func TestDriverAgainstTheEmulator(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	c := cloud.New(cloud.Options{})
-	srv, err := cloud.Serve(ctx, c, "127.0.0.1:0", dir, nil)
+	srv, err := cloud.Serve(c, "127.0.0.1:0", dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"errors"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -9,8 +8,6 @@ import (
 
 	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
 )
-
-func errorsAs(err error, target any) bool { return err != nil && errors.As(err, target) }
 
 // toInstance reports an instance as the AWS CCM (k8s.io/cloud-provider-aws
 // v1.37.1, pkg/providers/v1) derives a node from it:

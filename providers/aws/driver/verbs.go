@@ -151,7 +151,7 @@ func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, erro
 	name := loadBalancerName(req.UID)
 	out, err := d.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{name}})
 	var missing *elbtypes.AccessPointNotFoundException
-	if errorsAs(err, &missing) {
+	if errors.As(err, &missing) {
 		return map[string]any{"loadBalancer": driverproto.LoadBalancer{Exists: false, Name: name, Ingress: []driverproto.Ingress{}, Ports: []driverproto.Port{}, Backends: []string{}, SourceRanges: []string{}}}, nil
 	}
 	if err != nil {

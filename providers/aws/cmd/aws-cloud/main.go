@@ -49,7 +49,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c := cloud.New(cloud.Options{Region: *region, Zones: zoneList, ClusterID: *cluster})
-	s, err := cloud.Serve(ctx, c, *listen, *dir, logger.Printf)
+	s, err := cloud.Serve(c, *listen, *dir, logger.Printf)
 	if err != nil {
 		logger.Print(err)
 		return 1
