@@ -41,6 +41,9 @@
 // aws:///<zone>/<instance ID>. An instance has one network interface with
 // a private IPv4 address of its zone's subnet, a public IPv4 address
 // (203.0.113.0/24) and public DNS name, and an IPv6 address when asked.
+// One more instance, bastion.ec2.internal, has no cluster tag: the driver
+// points a route to a node without an instance at it, since an AWS route
+// must target something (the routes spec with a route to no node).
 //
 // The cloud config's [Global] names the zone, VPC, subnet and cluster ID,
 // so the CCM builds its own "instance" without the metadata service
