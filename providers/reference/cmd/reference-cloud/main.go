@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ccm-conformance/ccm-conformance/providers/loopback"
 	"github.com/ccm-conformance/ccm-conformance/providers/reference/cloudapi"
 )
 
@@ -66,7 +67,7 @@ func run(args []string) int {
 		}
 	}
 	if *nodeRange == rangeAuto || *ingressRange == rangeAuto {
-		block, err := claimAddressBlock(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
+		block, err := loopback.Claim(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
 		if err != nil {
 			logger.Print(err)
 			return 1
