@@ -46,6 +46,16 @@ type Options struct {
 	Zones     []string // zone names; default <region>a, b, c
 	ClusterID string   // the KubernetesClusterID the CCM is given; default ccm-conformance
 	Account   string   // the account ID; default 123456789012
+	// Network is the VPC's IPv4 CIDR, at most a /16, whose first /24s are
+	// the zones' subnets; default 10.0.0.0/16. Give it a loopback range
+	// (cmd/aws-cloud does) and instances' private addresses are where the
+	// simulated nodes answer.
+	Network netip.Prefix
+	// LoadBalancerAddresses, when set, gives each classic load balancer
+	// an address of its own there, where the data path serves it and the
+	// DNS server resolves its name (dataplane.go, dns.go). Unset: load
+	// balancers are API objects only.
+	LoadBalancerAddresses netip.Prefix
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -81,9 +91,13 @@ func New(o Options) *Cloud {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if !o.Network.IsValid() {
+		o.Network = netip.MustParsePrefix("10.0.0.0/16")
+	}
 	s := &state{
 		region: o.Region, account: o.Account, clusterID: o.ClusterID,
-		vpcCIDR:  netip.MustParsePrefix("10.0.0.0/16"),
+		vpcCIDR:  o.Network.Masked(),
+		lbAddrs:  o.LoadBalancerAddresses.Masked(),
 		vpcCIDR6: netip.MustParsePrefix("2600:1f18:c0f:e000::/56"),
 		subnets:  map[string]*subnet{}, instances: map[string]*instance{}, routeTables: map[string]*routeTable{},
 		groups: map[string]*securityGroup{}, elbs: map[string]*classicLB{}, nextIP: map[string]uint32{},
@@ -91,10 +105,11 @@ func New(o Options) *Cloud {
 	s.vpcID = s.newID("vpc")
 	s.igwID = s.newID("igw")
 	abbrev := regionAbbrev(o.Region)
+	base := s.vpcCIDR.Addr().As4()
 	for i, name := range o.Zones {
 		sn := &subnet{
 			id: s.newID("subnet"), zone: name,
-			cidr:  netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i), 0}), 24),
+			cidr:  netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1], base[2] + byte(i), 0}), 24),
 			cidr6: netip.PrefixFrom(nth6(s.vpcCIDR6.Addr(), i), 64),
 			tags: tags{
 				{Key: s.clusterTagKey(), Value: "shared"},

@@ -126,7 +126,7 @@ func (s *state) createLB(p *params) (any, *apiError) {
 		dns = "internal-" + dns
 	}
 	lb := &classicLB{
-		name: name, dnsName: dns, scheme: scheme, subnets: subnets, groups: groups, listeners: listeners,
+		name: name, dnsName: dns, addr: s.nextLBAddr(), scheme: scheme, subnets: subnets, groups: groups, listeners: listeners,
 		tags: tags(nil).set(p.tags("Tags")), backendPolicies: map[int32][]string{},
 		health:     healthCheck{target: fmt.Sprintf("TCP:%d", listeners[0].instancePort), interval: 30, timeout: 5, healthy: 10, unhealthy: 2},
 		attributes: lbAttributes{drainingTimeout: 300, idleTimeout: 60},

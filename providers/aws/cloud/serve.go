@@ -22,38 +22,70 @@ const (
 )
 
 // Server is a running emulator: the API on TCP, the control channel on a
-// unix socket.
+// unix socket, and, where load balancers have addresses, their data path
+// and the DNS server for their names.
 type Server struct {
 	Cloud *Cloud
 	URL   string
-	api   *http.Server
-	ctl   *http.Server
-	errs  chan error
+	// DNS is the DNS server's UDP address, empty without one.
+	DNS  string
+	api  *http.Server
+	ctl  *http.Server
+	dns  net.PacketConn
+	dp   *dataPlane
+	errs chan error
 }
 
-// Serve starts the emulator on listen (host:port) and writes the CCM's
-// cloud config, then the control socket, then the ready file into dir.
-func Serve(c *Cloud, listen, dir string, logf func(string, ...any)) (*Server, error) {
-	apiLn, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, fmt.Errorf("listening for the API on %s: %w", listen, err)
+// ServeOptions say where the emulator serves.
+type ServeOptions struct {
+	Listen string // host:port of the APIs (HTTP)
+	DNS    string // host:port of the DNS server (UDP); empty: none
+	Dir    string // where the cloud config, control socket and ready file go
+	// Logf logs failed API calls and the data path's events; nil: quiet.
+	Logf func(string, ...any)
+}
+
+// Serve starts the emulator and writes the CCM's cloud config, then the
+// control socket, then the ready file into o.Dir. The data path runs when
+// the cloud gives load balancers addresses (Options.LoadBalancerAddresses).
+func Serve(c *Cloud, o ServeOptions) (*Server, error) {
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
 	}
-	sock := filepath.Join(dir, ControlSocket)
+	apiLn, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the API on %s: %w", o.Listen, err)
+	}
+	sock := filepath.Join(o.Dir, ControlSocket)
 	_ = os.Remove(sock)
 	ctlLn, err := net.Listen("unix", sock)
 	if err != nil {
 		apiLn.Close()
 		return nil, fmt.Errorf("listening for the control channel on %s: %w", sock, err)
 	}
-	s := &Server{Cloud: c, URL: "http://" + apiLn.Addr().String(), errs: make(chan error, 2)}
+	s := &Server{Cloud: c, URL: "http://" + apiLn.Addr().String(), errs: make(chan error, 3)}
+	if o.DNS != "" {
+		if s.dns, err = net.ListenPacket("udp", o.DNS); err != nil {
+			apiLn.Close()
+			ctlLn.Close()
+			return nil, fmt.Errorf("listening for DNS on %s: %w", o.DNS, err)
+		}
+		s.DNS = s.dns.LocalAddr().String()
+		go func() { s.errs <- serveErr("DNS server", c.st.serveDNS(s.dns)) }()
+	}
+	if c.st.lbAddrs.IsValid() {
+		s.dp = startDataPlane(c.st, logf)
+	}
 	api := http.Handler(c)
-	if logf != nil {
+	if o.Logf != nil {
 		api = logRequests(c, logf)
 	}
 	s.api = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	s.ctl = &http.Server{Handler: c.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.errs <- serveErr("API", s.api.Serve(apiLn)) }()
 	go func() { s.errs <- serveErr("control channel", s.ctl.Serve(ctlLn)) }()
+	dir := o.Dir
 	if err := os.WriteFile(filepath.Join(dir, CloudConfigFile), []byte(c.CloudConfig(s.URL)), 0o600); err != nil {
 		s.Close()
 		return nil, err
@@ -66,7 +98,7 @@ func Serve(c *Cloud, listen, dir string, logf func(string, ...any)) (*Server, er
 }
 
 func serveErr(what string, err error) error {
-	if errors.Is(err, http.ErrServerClosed) {
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return fmt.Errorf("serving the %s: %w", what, err)
@@ -75,11 +107,18 @@ func serveErr(what string, err error) error {
 // Errors delivers an error when a listener fails.
 func (s *Server) Errors() <-chan error { return s.errs }
 
-// Close stops both listeners.
+// Close stops the listeners, the data path and the DNS server.
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(s.api.Shutdown(ctx), s.ctl.Shutdown(ctx))
+	err := errors.Join(s.api.Shutdown(ctx), s.ctl.Shutdown(ctx))
+	if s.dp != nil {
+		s.dp.Close()
+	}
+	if s.dns != nil {
+		err = errors.Join(err, s.dns.Close())
+	}
+	return err
 }
 
 // logRequests logs each failed API call; calls list has them all.

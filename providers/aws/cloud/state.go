@@ -148,6 +148,7 @@ type policy struct {
 type classicLB struct {
 	name            string
 	dnsName         string
+	addr            netip.Addr // where the data path serves it; zero without one
 	scheme          string
 	subnets         []string
 	groups          []string
@@ -196,6 +197,33 @@ type state struct {
 
 	nextIP  map[string]uint32 // per subnet, the next host number
 	counter uint64
+
+	lbAddrs    netip.Prefix // where load balancers' addresses come from; unset: none
+	lastLBAddr netip.Addr   // the last one given
+}
+
+// nextLBAddr gives a load balancer an address of lbAddrs that none had
+// before, skipping .0 and .255 (a loopback block's claim address ends in
+// .255: providers/loopback), or the zero Addr when there is no range or it
+// is used up.
+func (s *state) nextLBAddr() netip.Addr {
+	if !s.lbAddrs.IsValid() {
+		return netip.Addr{}
+	}
+	a := s.lastLBAddr
+	if !a.IsValid() {
+		a = s.lbAddrs.Addr()
+	}
+	for {
+		a = a.Next()
+		if !s.lbAddrs.Contains(a) {
+			return netip.Addr{}
+		}
+		if last := a.As4()[3]; last != 0 && last != 255 {
+			s.lastLBAddr = a
+			return a
+		}
+	}
 }
 
 type subnet struct {

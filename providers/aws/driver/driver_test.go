@@ -126,7 +126,7 @@ func TestDriverAgainstTheEmulator(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	c := cloud.New(cloud.Options{})
-	srv, err := cloud.Serve(c, "127.0.0.1:0", dir, nil)
+	srv, err := cloud.Serve(c, cloud.ServeOptions{Listen: "127.0.0.1:0", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/loopback"
 )
 
 // The data path makes load balancers real: each one listens on its ingress
@@ -377,7 +379,7 @@ func (l *tcpListener) handle(client net.Conn) {
 		return
 	}
 	defer l.untrack(backend)
-	splice(client, backend)
+	loopback.Splice(client, backend)
 }
 
 // dialBackend connects to a backend node for a client. A load balancer
@@ -405,29 +407,6 @@ func dialBackend(network string, client netip.Addr, target netip.AddrPort) (net.
 		}
 	}
 	return d.Dial(network, target.String())
-}
-
-// splice copies both ways until both sides are done. EOF on one side is
-// passed on as a half-close; an error on either side closes both.
-func splice(a, b net.Conn) {
-	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
-		if _, err := io.Copy(dst, src); err != nil {
-			_ = a.Close()
-			_ = b.Close()
-			return
-		}
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		} else {
-			_ = dst.Close()
-		}
-	}
-	wg.Go(func() { half(b, a) })
-	wg.Go(func() { half(a, b) })
-	wg.Wait()
-	_ = a.Close()
-	_ = b.Close()
 }
 
 // track records an open connection so Close can end it; it reports false

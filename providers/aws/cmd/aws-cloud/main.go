@@ -15,12 +15,15 @@ import (
 	"context"
 	"flag"
 	"log"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/aws/cloud"
+	"github.com/ccm-conformance/ccm-conformance/providers/loopback"
 )
 
 func main() {
@@ -30,6 +33,7 @@ func main() {
 func run(args []string) int {
 	fs := flag.NewFlagSet("aws-cloud", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "TCP address of the EC2 and Elastic Load Balancing APIs (HTTP)")
+	dns := fs.String("dns", "", "UDP address of the DNS server that resolves load balancers' DNS names to their addresses (default: none)")
 	dir := fs.String("dir", "", "directory for the cloud config, the control socket and the ready file (required)")
 	region := fs.String("region", "us-east-1", "the region")
 	zones := fs.String("zones", "", "availability zones, comma-separated (default <region>a,b,c)")
@@ -48,13 +52,25 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := cloud.New(cloud.Options{Region: *region, Zones: zoneList, ClusterID: *cluster})
-	s, err := cloud.Serve(c, *listen, *dir, logger.Printf)
+	// A loopback /16 of its own: instances' private addresses (the VPC)
+	// in its lower half, where the simulated nodes answer, and load
+	// balancers' addresses in its upper half, where the data path serves.
+	block, err := loopback.Claim(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
 	if err != nil {
 		logger.Print(err)
 		return 1
 	}
-	logger.Printf("serving EC2 and Elastic Load Balancing at %s", s.URL)
+	defer block.Release()
+	c := cloud.New(cloud.Options{Region: *region, Zones: zoneList, ClusterID: *cluster, Network: block.Nodes, LoadBalancerAddresses: block.Ingress})
+	s, err := cloud.Serve(c, cloud.ServeOptions{Listen: *listen, DNS: *dns, Dir: *dir, Logf: logger.Printf})
+	if err != nil {
+		logger.Print(err)
+		return 1
+	}
+	logger.Printf("serving EC2 and Elastic Load Balancing at %s; VPC %s, load balancers in %s", s.URL, block.Nodes, block.Ingress)
+	if s.DNS != "" {
+		logger.Printf("serving load balancers' DNS names at %s (UDP)", s.DNS)
+	}
 	code := 0
 	select {
 	case <-ctx.Done():

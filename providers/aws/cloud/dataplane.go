@@ -1,0 +1,416 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/loopback"
+)
+
+// The data path makes classic load balancers carry traffic. Each one that
+// has an address (Options.LoadBalancerAddresses) listens there on each of
+// its listeners' ports, admits the clients its security groups let in, and
+// forwards each connection to one of its registered instances at the
+// listener's instance port. An instance is a target while it is running,
+// sits in a zone of one of the load balancer's subnets, and is InService by
+// the load balancer's health check. Every listener is forwarded as TCP:
+// HTTP and SSL listeners carry the same bytes (no TLS is terminated here).
+//
+// Health checks run every healthCheckEvery, not every Interval seconds of
+// the load balancer's HealthCheck, so that a run waits seconds where AWS
+// would wait minutes; the Target, the Timeout (capped at healthCheckEvery)
+// and both thresholds are the load balancer's own. A new instance is
+// OutOfService until it passes HealthyThreshold checks in a row, as in AWS.
+
+const (
+	dataPathSyncEvery = 250 * time.Millisecond
+	healthCheckEvery  = time.Second
+	backendDialLimit  = 2 * time.Second
+	// deniedHold is how long a client its security groups do not admit is
+	// held without an answer, as a dropping firewall would.
+	deniedHold = 30 * time.Second
+)
+
+// lbView is what the data path needs of one load balancer, copied out of
+// the state under its lock.
+type lbView struct {
+	addr     netip.Addr
+	ports    map[int32]int32 // listener port → instance port
+	rules    []permission    // ingress rules of its security groups
+	targets  []target        // running instances in its zones
+	health   healthCheck
+	inactive bool // has no address: the data path leaves it alone
+}
+
+type target struct {
+	id   string
+	addr netip.Addr
+}
+
+// dataPathViews copies every load balancer's lbView.
+func (s *state) dataPathViews() map[string]lbView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	views := map[string]lbView{}
+	for name, lb := range s.elbs {
+		v := lbView{addr: lb.addr, ports: map[int32]int32{}, health: lb.health, inactive: !lb.addr.IsValid()}
+		for _, l := range lb.listeners {
+			v.ports[l.port] = l.instancePort
+		}
+		for _, g := range lb.groups {
+			if sg := s.groups[g]; sg != nil {
+				v.rules = append(v.rules, sg.ingress...)
+			}
+		}
+		zones := map[string]bool{}
+		for _, id := range lb.subnets {
+			if sn := s.subnets[id]; sn != nil {
+				zones[sn.zone] = true
+			}
+		}
+		for _, id := range lb.instances {
+			in := s.instances[id]
+			if in == nil || in.state != "running" || !zones[in.zone] || len(in.privateIPs) == 0 {
+				continue
+			}
+			if a, err := netip.ParseAddr(in.privateIPs[0]); err == nil {
+				v.targets = append(v.targets, target{id: id, addr: a})
+			}
+		}
+		views[name] = v
+	}
+	return views
+}
+
+// admits reports whether security group rules let a TCP client from src
+// reach port: a rule for all protocols or for TCP over a port range that
+// holds port, from a CIDR that holds src. Rules naming a source group
+// admit only instances of that group, and a client is none.
+func admits(rules []permission, port int32, src netip.Addr) bool {
+	src = src.Unmap()
+	for _, r := range rules {
+		switch r.protocol {
+		case "-1", "all":
+		case "tcp", "6":
+			if port < r.from || port > r.to {
+				continue
+			}
+		default:
+			continue
+		}
+		for _, cidr := range []string{r.cidr, r.cidr6} {
+			if p, err := netip.ParsePrefix(cidr); err == nil && p.Contains(src) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dataPlane runs every load balancer's listeners and health checks.
+type dataPlane struct {
+	st     *state
+	logf   func(string, ...any)
+	probes *http.Client
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+
+	mu     sync.Mutex
+	lbs    map[string]*lbRuntime
+	closed bool
+}
+
+// lbRuntime is one load balancer's listeners, health and connections.
+type lbRuntime struct {
+	name      string
+	view      lbView
+	listeners map[int32]net.Listener
+	unbound   map[int32]bool // ports whose bind failed, logged once
+	health    map[string]*healthState
+	next      int // round-robin counter
+	conns     map[net.Conn]bool
+}
+
+type healthState struct {
+	inService     bool
+	passes, fails int32
+}
+
+// startDataPlane serves the load balancers of s until Close.
+func startDataPlane(s *state, logf func(string, ...any)) *dataPlane {
+	ctx, cancel := context.WithCancel(context.Background())
+	dp := &dataPlane{
+		st: s, logf: logf, cancel: cancel, lbs: map[string]*lbRuntime{},
+		// One fresh connection per check, as a cloud's health checker
+		// makes.
+		probes: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+	}
+	dp.done.Go(func() { dp.every(ctx, dataPathSyncEvery, dp.sync) })
+	dp.done.Go(func() { dp.every(ctx, healthCheckEvery, func() { dp.checkHealth(ctx) }) })
+	return dp
+}
+
+func (dp *dataPlane) every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		f()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops every listener, connection and health check.
+func (dp *dataPlane) Close() {
+	dp.cancel()
+	dp.done.Wait()
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	dp.closed = true
+	for name, rt := range dp.lbs {
+		rt.close()
+		delete(dp.lbs, name)
+	}
+}
+
+// sync makes the listeners match the state: a deleted load balancer's
+// close, a new one's open, a listener removed or added follows.
+func (dp *dataPlane) sync() {
+	views := dp.st.dataPathViews()
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if dp.closed {
+		return
+	}
+	for name, rt := range dp.lbs {
+		if v, ok := views[name]; !ok || v.inactive || v.addr != rt.view.addr {
+			rt.close()
+			delete(dp.lbs, name)
+		}
+	}
+	for name, v := range views {
+		if v.inactive {
+			continue
+		}
+		rt := dp.lbs[name]
+		if rt == nil {
+			rt = &lbRuntime{name: name, listeners: map[int32]net.Listener{}, unbound: map[int32]bool{}, health: map[string]*healthState{}, conns: map[net.Conn]bool{}}
+			dp.lbs[name] = rt
+		}
+		rt.view = v
+		for port, ln := range rt.listeners {
+			if _, ok := v.ports[port]; !ok {
+				_ = ln.Close()
+				delete(rt.listeners, port)
+			}
+		}
+		for port := range v.ports {
+			if rt.listeners[port] != nil {
+				continue
+			}
+			at := netip.AddrPortFrom(v.addr, uint16(port)).String()
+			ln, err := net.Listen("tcp", at)
+			if err != nil {
+				if !rt.unbound[port] {
+					dp.logf("load balancer %s: cannot serve listener %s: %v", name, at, err)
+					rt.unbound[port] = true
+				}
+				continue
+			}
+			delete(rt.unbound, port)
+			rt.listeners[port] = ln
+			go dp.accept(name, port, ln)
+		}
+		for id := range rt.health {
+			if !slices.ContainsFunc(v.targets, func(t target) bool { return t.id == id }) {
+				delete(rt.health, id)
+			}
+		}
+	}
+}
+
+func (rt *lbRuntime) close() {
+	for port, ln := range rt.listeners {
+		_ = ln.Close()
+		delete(rt.listeners, port)
+	}
+	for c := range rt.conns {
+		_ = c.Close()
+	}
+}
+
+func (dp *dataPlane) accept(name string, port int32, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			time.Sleep(50 * time.Millisecond) // out of descriptors and the like
+			continue
+		}
+		go dp.forward(name, port, c)
+	}
+}
+
+// forward carries one client connection to a target, or turns it away.
+func (dp *dataPlane) forward(name string, port int32, client net.Conn) {
+	var src netip.Addr
+	if a, ok := client.RemoteAddr().(*net.TCPAddr); ok {
+		src = a.AddrPort().Addr()
+	}
+	to, admitted := dp.pick(name, port, src, client)
+	if !admitted {
+		// The security group drops the client's packets: it hears
+		// nothing until it gives up.
+		_ = client.SetReadDeadline(time.Now().Add(deniedHold))
+		_, _ = client.Read(make([]byte, 1))
+		_ = client.Close()
+		return
+	}
+	if !to.IsValid() {
+		_ = client.Close() // no target InService
+		return
+	}
+	defer dp.untrack(name, client)
+	backend, err := net.DialTimeout("tcp", to.String(), backendDialLimit)
+	if err != nil {
+		_ = client.Close()
+		return
+	}
+	loopback.Splice(client, backend)
+}
+
+// pick admits or turns away a client of a load balancer's port and, when
+// admitted, chooses the next InService target round-robin (the zero
+// AddrPort when there is none) and tracks the client's connection.
+func (dp *dataPlane) pick(name string, port int32, src netip.Addr, client net.Conn) (to netip.AddrPort, admitted bool) {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	rt := dp.lbs[name]
+	if rt == nil || !admits(rt.view.rules, port, src) {
+		return netip.AddrPort{}, false
+	}
+	var in []target
+	for _, t := range rt.view.targets {
+		if h := rt.health[t.id]; h != nil && h.inService {
+			in = append(in, t)
+		}
+	}
+	instancePort, ok := rt.view.ports[port]
+	if len(in) == 0 || !ok {
+		return netip.AddrPort{}, true
+	}
+	rt.conns[client] = true
+	t := in[rt.next%len(in)]
+	rt.next++
+	return netip.AddrPortFrom(t.addr, uint16(instancePort)), true
+}
+
+func (dp *dataPlane) untrack(name string, c net.Conn) {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if rt := dp.lbs[name]; rt != nil {
+		delete(rt.conns, c)
+	}
+}
+
+// checkHealth runs one round of every load balancer's health checks, all
+// at once, and moves targets in and out of service by the thresholds.
+func (dp *dataPlane) checkHealth(ctx context.Context) {
+	type check struct {
+		lb, id string
+		hc     healthCheck
+		addr   netip.Addr
+		ok     bool
+	}
+	var checks []*check
+	dp.mu.Lock()
+	for name, rt := range dp.lbs {
+		for _, t := range rt.view.targets {
+			checks = append(checks, &check{lb: name, id: t.id, hc: rt.view.health, addr: t.addr})
+		}
+	}
+	dp.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range checks {
+		wg.Go(func() { c.ok = dp.probe(ctx, c.hc, c.addr) })
+	}
+	wg.Wait()
+
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	for _, c := range checks {
+		rt := dp.lbs[c.lb]
+		if rt == nil || !slices.ContainsFunc(rt.view.targets, func(t target) bool { return t.id == c.id }) {
+			continue
+		}
+		h := rt.health[c.id]
+		if h == nil {
+			h = &healthState{}
+			rt.health[c.id] = h
+		}
+		if c.ok {
+			h.passes, h.fails = h.passes+1, 0
+		} else {
+			h.passes, h.fails = 0, h.fails+1
+		}
+		switch {
+		case !h.inService && h.passes >= max(c.hc.healthy, 1):
+			h.inService = true
+			dp.logf("load balancer %s: instance %s InService (%s passed %d times)", c.lb, c.id, c.hc.target, h.passes)
+		case h.inService && h.fails >= max(c.hc.unhealthy, 1):
+			h.inService = false
+			dp.logf("load balancer %s: instance %s OutOfService (%s failed %d times)", c.lb, c.id, c.hc.target, h.fails)
+		}
+	}
+}
+
+// probe runs a health check Target against an instance: TCP and SSL
+// connect, HTTP and HTTPS GET the path and need a 200 (HTTPS as plain
+// HTTP: no TLS here).
+func (dp *dataPlane) probe(ctx context.Context, hc healthCheck, addr netip.Addr) bool {
+	protocol, rest, err := parseTarget(hc.target)
+	if err != nil {
+		return false
+	}
+	port, path, _ := strings.Cut(rest, "/")
+	n, _ := strconv.Atoi(port)
+	at := netip.AddrPortFrom(addr, uint16(n)).String()
+	timeout := healthCheckEvery
+	if hc.timeout > 0 {
+		timeout = min(timeout, time.Duration(hc.timeout)*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if protocol == "TCP" || protocol == "SSL" {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", at)
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+		return true
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+at+"/"+path, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := dp.probes.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

@@ -1,0 +1,313 @@
+package cloud
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/ccm-conformance/ccm-conformance/providers/aws/awsctl"
+	"github.com/ccm-conformance/ccm-conformance/providers/loopback"
+)
+
+func TestAdmits(t *testing.T) {
+	rules := []permission{
+		{protocol: "tcp", from: 80, to: 80, cidr: "127.0.0.1/32"},
+		{protocol: "tcp", from: 8000, to: 8100, cidr: "10.0.0.0/8"},
+		{protocol: "icmp", from: 3, to: 4, cidr: "0.0.0.0/0"},
+		{protocol: "-1", group: "sg-1"},
+	}
+	for _, tt := range []struct {
+		name  string
+		rules []permission
+		port  int32
+		src   string
+		want  bool
+	}{
+		{"inside the CIDR, at the port", rules, 80, "127.0.0.1", true},
+		{"outside the CIDR", rules, 80, "127.0.0.2", false},
+		{"another port", rules, 81, "127.0.0.1", false},
+		{"inside a port range", rules, 8050, "10.1.2.3", true},
+		{"an ICMP rule for everyone admits no TCP", rules, 443, "192.0.2.1", false},
+		{"a group rule admits no client", []permission{{protocol: "-1", group: "sg-1"}}, 80, "127.0.0.1", false},
+		{"all protocols from everywhere", []permission{{protocol: "-1", cidr: "0.0.0.0/0"}}, 9, "127.0.0.2", true},
+		{"an IPv4-mapped client", rules, 80, "::ffff:127.0.0.1", true},
+		{"no rules", nil, 80, "127.0.0.1", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := admits(tt.rules, tt.port, netip.MustParseAddr(tt.src)); got != tt.want {
+				t.Errorf("admits(port %d, from %s) = %v, want %v", tt.port, tt.src, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAnswerDNS(t *testing.T) {
+	c := New(Options{LoadBalancerAddresses: netip.MustParsePrefix("127.200.128.0/17")})
+	c.st.elbs["web"] = &classicLB{name: "web", dnsName: "web-1.us-east-1.elb.amazonaws.com", addr: c.st.nextLBAddr()}
+	c.st.elbs["off"] = &classicLB{name: "off", dnsName: "off-2.us-east-1.elb.amazonaws.com"}
+	for _, tt := range []struct {
+		name, qname string
+		qtype       dnsmessage.Type
+		rcode       dnsmessage.RCode
+		want        []string
+	}{
+		{"a load balancer's name", "web-1.us-east-1.elb.amazonaws.com.", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{"127.200.128.1"}},
+		{"in another case", "WEB-1.us-east-1.ELB.amazonaws.com.", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{"127.200.128.1"}},
+		{"AAAA: no IPv6 address", "web-1.us-east-1.elb.amazonaws.com.", dnsmessage.TypeAAAA, dnsmessage.RCodeSuccess, nil},
+		{"a load balancer without an address", "off-2.us-east-1.elb.amazonaws.com.", dnsmessage.TypeA, dnsmessage.RCodeServerFailure, nil},
+		{"no such load balancer", "gone-3.us-east-1.elb.amazonaws.com.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 7, RecursionDesired: true})
+			_ = b.StartQuestions()
+			_ = b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(tt.qname), Type: tt.qtype, Class: dnsmessage.ClassINET})
+			q, _ := b.Finish()
+			out, ok := c.st.answerDNS(q)
+			if !ok {
+				t.Fatal("no answer")
+			}
+			var m dnsmessage.Message
+			if err := m.Unpack(out); err != nil {
+				t.Fatal(err)
+			}
+			if m.ID != 7 || !m.Response || !m.Authoritative || m.RCode != tt.rcode {
+				t.Fatalf("header %+v, want ID 7, an authoritative response, rcode %v", m.Header, tt.rcode)
+			}
+			var got []string
+			for _, a := range m.Answers {
+				if r, ok := a.Body.(*dnsmessage.AResource); ok {
+					got = append(got, netip.AddrFrom4(r.A).String())
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("answers %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if _, ok := c.st.answerDNS([]byte{1, 2, 3}); ok {
+		t.Error("a malformed message was answered")
+	}
+}
+
+// node stands in for a simulated node's kube-proxy: it answers on its
+// instance's private address at a port with the instance's name, and can
+// be stopped and started.
+type node struct {
+	name string
+	at   string
+	ln   net.Listener
+}
+
+func startNode(t *testing.T, name, at string) *node {
+	t.Helper()
+	n := &node{name: name, at: at}
+	n.start(t)
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *node) start(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", n.at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ln = ln
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintln(c, n.name)
+			c.Close()
+		}
+	}()
+}
+
+func (n *node) stop() { _ = n.ln.Close() }
+
+// A classic load balancer made through the SDK as the CCM makes one
+// carries traffic: its DNS name resolves at the emulator's DNS server, a
+// client its security group admits reaches an InService instance and one
+// it does not hears nothing; an instance that fails its health check, is
+// stopped or sits outside the load balancer's zones gets no traffic.
+func TestIntegrationDataPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves on loopback addresses and waits for health checks")
+	}
+	ctx := context.Background()
+	block, err := loopback.Claim(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer block.Release()
+	c := New(Options{Network: block.Nodes, LoadBalancerAddresses: block.Ingress})
+	srv, err := Serve(c, ServeOptions{Listen: "127.0.0.1:0", DNS: "127.0.0.1:0", Dir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s := sdkFor(c, srv.URL, "AKIATEST")
+
+	// Three instances, two in us-east-1a and one in us-east-1c, each
+	// with a node answering at 30080.
+	a := s.instance(t, "node-a", "us-east-1a")
+	b := s.instance(t, "node-b", "us-east-1a")
+	other := s.instance(t, "node-c", "us-east-1c")
+	nodes := map[string]*node{}
+	for _, in := range []awsctl.Instance{a, b, other} {
+		out, err := s.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{in.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := aws.ToString(out.Reservations[0].Instances[0].PrivateIpAddress)
+		if !block.Nodes.Contains(netip.MustParseAddr(ip)) {
+			t.Fatalf("instance %s has private address %s, outside the VPC %s", in.Name, ip, block.Nodes)
+		}
+		nodes[in.Name] = startNode(t, in.Name, net.JoinHostPort(ip, "30080"))
+	}
+
+	// The load balancer: one listener, a group admitting 127.0.0.1 only,
+	// the subnet of us-east-1a, every instance registered.
+	subnets, err := s.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("availability-zone"), Values: []string{"us-east-1a"}}}})
+	if err != nil || len(subnets.Subnets) != 1 {
+		t.Fatalf("the subnet of us-east-1a: %v %v", subnets, err)
+	}
+	sg, err := s.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("k8s-elb-web"), Description: aws.String("web"), VpcId: subnets.Subnets[0].VpcId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: sg.GroupId, IpPermissions: []ec2types.IpPermission{{
+		IpProtocol: aws.String("tcp"), FromPort: aws.Int32(80), ToPort: aws.Int32(80), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("127.0.0.1/32")}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := s.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{
+		LoadBalancerName: aws.String("web"),
+		Listeners:        []elbtypes.Listener{{Protocol: aws.String("TCP"), LoadBalancerPort: 80, InstanceProtocol: aws.String("TCP"), InstancePort: aws.Int32(30080)}},
+		Subnets:          []string{aws.ToString(subnets.Subnets[0].SubnetId)},
+		SecurityGroups:   []string{aws.ToString(sg.GroupId)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.elb.ConfigureHealthCheck(ctx, &elb.ConfigureHealthCheckInput{LoadBalancerName: aws.String("web"), HealthCheck: &elbtypes.HealthCheck{
+		Target: aws.String("TCP:30080"), Interval: aws.Int32(10), Timeout: aws.Int32(5), HealthyThreshold: aws.Int32(2), UnhealthyThreshold: aws.Int32(2),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.elb.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String("web"),
+		Instances: []elbtypes.Instance{{InstanceId: aws.String(a.ID)}, {InstanceId: aws.String(b.ID)}, {InstanceId: aws.String(other.ID)}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The name resolves at the emulator's DNS server, to the upper half.
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", srv.DNS)
+	}}
+	name := aws.ToString(created.DNSName)
+	addrs, err := resolver.LookupNetIP(ctx, "ip4", name)
+	if err != nil || len(addrs) != 1 || !block.Ingress.Contains(addrs[0]) {
+		t.Fatalf("resolving %s at %s: %v %v, want one address in %s", name, srv.DNS, addrs, err, block.Ingress)
+	}
+	lbAddr := net.JoinHostPort(addrs[0].String(), "80")
+
+	probe := func(from string) (string, error) {
+		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		conn, err := d.Dial("tcp", lbAddr)
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(time.Second))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		return strings.TrimSpace(line), err
+	}
+	// answeredBy probes until the answers come from exactly want.
+	answeredBy := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			seen := map[string]bool{}
+			var errs []error
+			for range 6 {
+				got, err := probe("127.0.0.1")
+				if err != nil {
+					errs = append(errs, err)
+				}
+				seen[got] = true
+			}
+			if len(errs) == 0 && len(seen) == len(want) && func() bool {
+				for _, w := range want {
+					if !seen[w] {
+						return false
+					}
+				}
+				return true
+			}() {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("answers through %s from %v (errors %v), want from exactly %v", lbAddr, seen, errors.Join(errs...), want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// node-c's zone has no subnet of the load balancer: it gets nothing.
+	answeredBy("node-a", "node-b")
+
+	// A client outside the group's CIDR hears nothing.
+	if got, err := probe("127.0.0.2"); err == nil {
+		t.Errorf("a client from 127.0.0.2 was answered by %q, want it dropped", got)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Errorf("a client from 127.0.0.2: %v, want no answer (a timeout)", err)
+	}
+
+	// node-b fails its health checks: out of service; back when it passes.
+	nodes["node-b"].stop()
+	answeredBy("node-a")
+	nodes["node-b"].start(t)
+	answeredBy("node-a", "node-b")
+
+	// A stopped instance gets nothing.
+	if _, err := c.Act(awsctl.InstanceAction{Name: "node-a", Action: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	answeredBy("node-b")
+
+	// Deleted, the load balancer stops listening and its name is gone.
+	if _, err := s.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String("web")}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := probe("127.0.0.1")
+		if err != nil && strings.Contains(err.Error(), "connection refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after DeleteLoadBalancer, %s still answers (%v)", lbAddr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := resolver.LookupNetIP(ctx, "ip4", name); err == nil {
+		t.Errorf("after DeleteLoadBalancer, %s still resolves", name)
+	}
+}
