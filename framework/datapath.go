@@ -16,17 +16,34 @@ import (
 // kube-proxy of the local backend does so on every node port, and a real
 // cluster can run any echo server that does (docs/suites.md).
 
-// ProbeTCP connects to addr and returns the first line the backend sends.
-func ProbeTCP(ctx context.Context, addr string, timeout time.Duration) (string, error) {
-	return ProbeTCPFrom(ctx, "", addr, timeout)
+// Prober sends the probes. Its Resolver resolves an ingress hostname
+// (a load balancer whose ingress is a DNS name, as AWS's classic ones);
+// nil is the system's resolver. The zero Prober is ready to use.
+type Prober struct {
+	Resolver *net.Resolver
 }
 
-// ProbeTCPFrom is ProbeTCP from the local source IP source ("" lets the
-// system choose).
-func ProbeTCPFrom(ctx context.Context, source, addr string, timeout time.Duration) (string, error) {
+// NameserverResolver resolves names by asking only the DNS server at
+// addr (host:port, UDP and TCP), as a profile's
+// loadBalancer.ingressNameserver says to.
+func NameserverResolver(addr string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+}
+
+// TCP connects to addr and returns the first line the backend sends.
+func (p Prober) TCP(ctx context.Context, addr string, timeout time.Duration) (string, error) {
+	return p.TCPFrom(ctx, "", addr, timeout)
+}
+
+// TCPFrom is TCP from the local source IP source ("" lets the system
+// choose).
+func (p Prober) TCPFrom(ctx context.Context, source, addr string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
+	d := net.Dialer{Resolver: p.Resolver}
 	if source != "" {
 		ip := net.ParseIP(source)
 		if ip == nil {
@@ -49,11 +66,11 @@ func ProbeTCPFrom(ctx context.Context, source, addr string, timeout time.Duratio
 	return strings.TrimSpace(line), nil
 }
 
-// ProbeUDP sends one datagram to addr and returns the answer.
-func ProbeUDP(ctx context.Context, addr string, timeout time.Duration) (string, error) {
+// UDP sends one datagram to addr and returns the answer.
+func (p Prober) UDP(ctx context.Context, addr string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
+	d := net.Dialer{Resolver: p.Resolver}
 	conn, err := d.DialContext(ctx, "udp", addr)
 	if err != nil {
 		return "", err

@@ -16,7 +16,7 @@ import "github.com/ccm-conformance/ccm-conformance/internal/echo/answer"
 // (docs/images.md, "The echo server").
 type EchoAnswer = answer.Answer
 
-// ParseEchoAnswer reads a line of the echo server, as ProbeTCP or ProbeUDP
+// ParseEchoAnswer reads a line of the echo server, as Prober.TCP or Prober.UDP
 // return it. It fails, quoting the line, on anything else: a line that
 // does not start with "echo ", a field that is not key=value or is given
 // twice, a missing pod, node or client, or a client that is not an IP.

@@ -31,8 +31,8 @@ func TestEchoAnswerRoundTrip(t *testing.T) {
 	}
 }
 
-// The data path probes read what the echo server writes: ProbeTCP gets
-// the line without sending anything, ProbeUDP gets it for its datagram.
+// The data path probes read what the echo server writes: Prober.TCP gets
+// the line without sending anything, Prober.UDP gets it for its datagram.
 func TestEchoServerAnswersProbes(t *testing.T) {
 	const timeout = 5 * time.Second
 	l, err := echo.Listen(echo.Addresses{TCP: []string{"127.0.0.1:0"}, UDP: []string{"127.0.0.1:0"}})
@@ -55,8 +55,8 @@ func TestEchoServerAnswersProbes(t *testing.T) {
 		probe func(context.Context, string, time.Duration) (string, error)
 		addr  string
 	}{
-		{"tcp", ProbeTCP, l.TCP[0].Addr().String()},
-		{"udp", ProbeUDP, l.UDP[0].LocalAddr().String()},
+		{"tcp", Prober{}.TCP, l.TCP[0].Addr().String()},
+		{"udp", Prober{}.UDP, l.UDP[0].LocalAddr().String()},
 	} {
 		line, err := p.probe(t.Context(), p.addr, timeout)
 		if err != nil {

@@ -102,6 +102,9 @@ type Framework struct {
 	// nodes are simulated (their kube-proxy answers) or the harness has
 	// none for the cluster.
 	EchoImage string
+	// Probes sends the data path's traffic through load balancers; its
+	// resolver is the profile's loadBalancer.ingressNameserver, if any.
+	Probes Prober
 	// KubernetesVersion is the API server's version ("v1.36.3"), or ""
 	// when unknown (listing specs without a cluster).
 	KubernetesVersion string

@@ -430,6 +430,11 @@ type LoadBalancerOptions struct {
 	// CCM (the eligible ones) a load balancer registers: BackendsAll (the
 	// default) or BackendsSubset.
 	Backends string `json:"backends,omitempty"`
+	// IngressNameserver is the DNS server (IP:port, variables expanded)
+	// that the data path's probes ask for a load balancer's ingress
+	// hostname, for a cloud whose names the machine's own resolver does
+	// not know (an emulator's). Default: the machine's resolver.
+	IngressNameserver string `json:"ingressNameserver,omitempty"`
 }
 
 // The values of loadBalancer.backends.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"time"
 
@@ -87,6 +88,10 @@ type world struct {
 	// echoRef is the echo server image to load into nodes that take
 	// images; echoImage is the one the data path specs run, or "".
 	echoRef, echoImage string
+	// ingressNameserver is the profile's loadBalancer.ingressNameserver,
+	// expanded: where the probes resolve ingress hostnames; "" for the
+	// machine's resolver.
+	ingressNameserver string
 
 	// info collects what the world learns about itself for the reports.
 	info RunInfo
@@ -145,6 +150,9 @@ func (w *world) setUp(ctx context.Context) error {
 	}
 	w.expander = w.profile.NewExpander(in)
 	w.ccmExpander = w.expander.ForInstance(0)
+	if err := w.readIngressNameserver(); err != nil {
+		return err
+	}
 	err = w.timed("cloud", func() error {
 		for _, s := range w.profile.Services {
 			if err := w.startService(ctx, s); err != nil {
@@ -205,6 +213,24 @@ func (w *world) tearDown() error {
 	return errors.Join(errs...)
 }
 
+// readIngressNameserver expands the profile's
+// loadBalancer.ingressNameserver, which must then be an IP:port.
+func (w *world) readIngressNameserver() error {
+	ns := w.profile.LoadBalancer.IngressNameserver
+	if ns == "" {
+		return nil
+	}
+	expanded, err := w.expander.Expand(ns)
+	if err != nil {
+		return &InputError{fmt.Errorf("profile %s: loadBalancer.ingressNameserver: %w", w.profile.Path, err)}
+	}
+	if _, err := netip.ParseAddrPort(expanded); err != nil {
+		return &InputError{fmt.Errorf("profile %s: loadBalancer.ingressNameserver %q: want IP:port, such as 127.0.0.1:${FREE_PORT_DNS}", w.profile.Path, expanded)}
+	}
+	w.ingressNameserver = expanded
+	return nil
+}
+
 // framework is what the specs see of the world.
 func (w *world) framework() *framework.Framework {
 	f := &framework.Framework{
@@ -227,6 +253,9 @@ func (w *world) framework() *framework.Framework {
 		}
 	}
 	f.EchoImage = w.echoImage
+	if w.ingressNameserver != "" {
+		f.Probes.Resolver = framework.NameserverResolver(w.ingressNameserver)
+	}
 	f.KubernetesVersion = w.info.KubernetesVersion
 	f.KubernetesEmulation = w.emulation
 	f.ClusterCIDRs = w.profile.Cluster.ClusterCIDRs

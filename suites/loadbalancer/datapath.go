@@ -112,7 +112,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			f.RequireBackendNodes()
 			b := l.backends(ctx, "web", 2)
 			l.create(ctx, "web", nil)
-			expectReaches(ctx, "web", 80, b, framework.ProbeTCP)
+			expectReaches(ctx, "web", 80, b, l.f.Probes.TCP)
 		})
 
 		It("delivers UDP traffic sent to the ingress to a backend", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
@@ -122,7 +122,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			l.create(ctx, "dns", func(s *corev1.Service) {
 				s.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(framework.EchoPort)}}
 			})
-			expectReaches(ctx, "dns", 53, b, framework.ProbeUDP)
+			expectReaches(ctx, "dns", 53, b, l.f.Probes.UDP)
 		})
 
 		It("admits clients inside loadBalancerSourceRanges and turns away the rest", Label(string(profile.LoadBalancerSourceRanges)), func(ctx SpecContext) {
@@ -136,7 +136,7 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			// address).
 			const allowed, outside = "127.0.0.1", "127.0.0.2"
 			fromAllowed := func(ctx context.Context, addr string, timeout time.Duration) (string, error) {
-				return framework.ProbeTCPFrom(ctx, allowed, addr, timeout)
+				return l.f.Probes.TCPFrom(ctx, allowed, addr, timeout)
 			}
 			l.create(ctx, "ranged", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
 			expectReaches(ctx, "ranged", 80, b, fromAllowed)
@@ -149,10 +149,10 @@ func declareDataPath(f *framework.Framework, l *lb) {
 			cloud := l.expectCloudMatches(ctx, "ranged", profile.LoadBalancerUpdate)
 			addr := ingressAddr(svc, 80)
 			Eventually(ctx, func(g Gomega) {
-				answer, err := framework.ProbeTCPFrom(ctx, allowed, addr, probeTimeout)
+				answer, err := l.f.Probes.TCPFrom(ctx, allowed, addr, probeTimeout)
 				g.Expect(err).NotTo(HaveOccurred(), "Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s let through at %s, saw an error", l.ns, allowed, allowed, addr)
 				l.answeredBy(ctx, g, b, cloud, "ranged", addr, answer)
-				answer, err = framework.ProbeTCPFrom(ctx, outside, addr, probeTimeout)
+				answer, err = l.f.Probes.TCPFrom(ctx, outside, addr, probeTimeout)
 				g.Expect(err).To(HaveOccurred(),
 					"Service %s/ranged (loadBalancerSourceRanges %s/32): expected a client from %s turned away at %s, saw it answered by %q", l.ns, allowed, outside, addr, answer)
 				g.Expect(framework.Denied(err)).To(BeTrue(),

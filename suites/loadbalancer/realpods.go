@@ -87,9 +87,9 @@ func (l *lb) realBackendsOnEachNode(ctx context.Context, app string, nodes []str
 
 // strictly sends strictProbes probes to addr, none retried, and checks
 // each answer with check.
-func strictly(ctx context.Context, addr string, check func(answer string, err error)) {
+func (l *lb) strictly(ctx context.Context, addr string, check func(answer string, err error)) {
 	for range strictProbes {
-		answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+		answer, err := l.f.Probes.TCP(ctx, addr, probeTimeout)
 		check(answer, err)
 	}
 }
@@ -116,13 +116,13 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 		_, err := f.DeployEchoBackends(ctx, framework.EchoBackendsRequest{Namespace: l.ns, App: "ready", Replicas: 1, Unready: true})
 		Expect(err).NotTo(HaveOccurred(), "deploying an echo pod of Service %s/ready that never turns ready", l.ns)
 		l.create(ctx, "ready", nil)
-		expectReaches(ctx, "ready", 80, b, framework.ProbeTCP)
+		expectReaches(ctx, "ready", 80, b, l.f.Probes.TCP)
 
 		svc := l.waitForIngress(ctx, "ready")
 		addr := ingressAddr(svc, 80)
 		ready, err := b.ReadyPods(ctx, f)
 		Expect(err).NotTo(HaveOccurred())
-		strictly(ctx, addr, func(answer string, err error) {
+		l.strictly(ctx, addr, func(answer string, err error) {
 			Expect(err).NotTo(HaveOccurred(), "Service %s/ready: a probe through %s once it served", l.ns, addr)
 			a, err := framework.ParseEchoAnswer(answer)
 			Expect(err).NotTo(HaveOccurred(), "Service %s/ready: the answer through %s", l.ns, addr)
@@ -151,13 +151,13 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 		// healthCheckNodePort tell them apart; kube-proxy drops those.
 		Eventually(ctx, func(g Gomega) {
 			for range probesPerCheck {
-				_, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+				_, err := l.f.Probes.TCP(ctx, addr, probeTimeout)
 				g.Expect(err).NotTo(HaveOccurred(), "Service %s/local: expected every probe through %s answered once the health checks pass, saw an error", l.ns, addr)
 			}
 		}).WithTimeout(f.Timeout(profile.LoadBalancerCreate)).WithPolling(l.poll()).Should(Succeed())
 
 		nodes := nodeAddresses(f.View().Nodes())
-		strictly(ctx, addr, func(answer string, err error) {
+		l.strictly(ctx, addr, func(answer string, err error) {
 			Expect(err).NotTo(HaveOccurred(), "Service %s/local: a probe through %s once it served", l.ns, addr)
 			a, err := framework.ParseEchoAnswer(answer)
 			Expect(err).NotTo(HaveOccurred(), "Service %s/local: the answer through %s", l.ns, addr)
@@ -194,7 +194,7 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 		// answering below is the affinity's doing.
 		answered := map[string]string{}
 		Eventually(ctx, func(g Gomega) {
-			answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+			answer, err := l.f.Probes.TCP(ctx, addr, probeTimeout)
 			if a, perr := framework.ParseEchoAnswer(answer); err == nil && perr == nil && ready[a.Pod] != "" {
 				answered[a.Pod] = a.Node
 			}
@@ -210,7 +210,7 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 		Eventually(ctx, func(g Gomega) {
 			seen := map[string]string{}
 			for range probesPerCheck {
-				answer, err := framework.ProbeTCP(ctx, addr, probeTimeout)
+				answer, err := l.f.Probes.TCP(ctx, addr, probeTimeout)
 				g.Expect(err).NotTo(HaveOccurred(), "%s: a probe through %s", why, addr)
 				if a, err := framework.ParseEchoAnswer(answer); err == nil {
 					seen[a.Pod] = a.Node
@@ -219,7 +219,7 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 			g.Expect(seen).To(HaveLen(1), "%s: expected %d connections in a row from this client through %s to reach one node, saw %v", why, probesPerCheck, addr, podNames(seen))
 		}).WithTimeout(f.Timeout(profile.LoadBalancerUpdate)).WithPolling(l.poll()).Should(Succeed())
 		seen := map[string]string{}
-		strictly(ctx, addr, func(answer string, err error) {
+		l.strictly(ctx, addr, func(answer string, err error) {
 			Expect(err).NotTo(HaveOccurred(), "%s: a probe through %s once it kept to one node", why, addr)
 			a, err := framework.ParseEchoAnswer(answer)
 			Expect(err).NotTo(HaveOccurred(), "%s: the answer through %s", why, addr)
@@ -233,7 +233,7 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 		f.RequireBackendNodes()
 		b := l.realBackends(ctx, "rolling", 2)
 		l.create(ctx, "rolling", nil)
-		expectReaches(ctx, "rolling", 80, b, framework.ProbeTCP)
+		expectReaches(ctx, "rolling", 80, b, l.f.Probes.TCP)
 		svc := l.waitForIngress(ctx, "rolling")
 		addr := ingressAddr(svc, 80)
 		before, err := b.ReadyPods(ctx, f)
@@ -252,7 +252,7 @@ func declareRealPodDataPath(f *framework.Framework, l *lb, expectReaches func(co
 			defer close(done)
 			defer GinkgoRecover()
 			for probeCtx.Err() == nil {
-				answer, err := framework.ProbeTCP(probeCtx, addr, probeTimeout)
+				answer, err := l.f.Probes.TCP(probeCtx, addr, probeTimeout)
 				mu.Lock()
 				if a, perr := framework.ParseEchoAnswer(answer); err == nil && perr == nil {
 					ok++
