@@ -39,7 +39,8 @@ const awsWedgedDeletionLog = "to delete/detach from SG so we can delete security
 // profile's version (cached like the Kubernetes binaries), runs the whole
 // suite against the project's EC2 and ELB emulator. Exactly the recorded
 // findings fail; every other spec passes or is skipped for a capability
-// the profile does not claim. The run's metadata names the module.
+// the profile does not claim, and the data path's specs pass through the
+// emulator's load balancers. The run's metadata names the module.
 func TestIntegrationAWSFindings(t *testing.T) {
 	skipUnlessIntegration(t)
 	artifacts := t.TempDir()
@@ -54,6 +55,13 @@ func TestIntegrationAWSFindings(t *testing.T) {
 		failOK: func(s prow.SpecRecord) (string, bool) {
 			return "F4 (a Service deletion wedged the CCM's service controller)",
 				slices.Contains(s.Labels, "LoadBalancer") && strings.Contains(s.Failure, "Service ") && logsShow(t, artifacts, awsWedgedDeletionLog)
+		},
+		// Traffic through the CCM's classic load balancers: the emulator's
+		// listeners, the health checks the CCM configured, and the
+		// security-group rules it wrote from loadBalancerSourceRanges.
+		mustPass: []string{
+			"delivers TCP traffic sent to the ingress to a backend",
+			"admits clients inside loadBalancerSourceRanges and turns away the rest",
 		},
 	}.check(t, artifacts)
 	if passed < 30 {

@@ -30,7 +30,7 @@
 //
 // # What is emulated, and how the CCM sees it
 //
-// One account, one region (us-east-1), one VPC (10.0.0.0/16), a subnet
+// One account, one region (us-east-1), one VPC, a subnet
 // per availability zone tagged for the cluster and for internet-facing
 // load balancers (kubernetes.io/role/elb), the VPC's main route table
 // tagged for the cluster (the route controller's), and a security group
@@ -41,6 +41,11 @@
 // aws:///<zone>/<instance ID>. An instance has one network interface with
 // a private IPv4 address of its zone's subnet, a public IPv4 address
 // (203.0.113.0/24) and public DNS name, and an IPv6 address when asked.
+// aws-cloud claims a loopback /16 of its own (providers/loopback): the
+// VPC is its lower half, 127.X.0.0/17, so a node's InternalIP is where
+// its simulated kubelet's kube-proxy answers; load balancers take
+// addresses of its upper half. (A cloud built without one, as most unit
+// tests do, has the VPC 10.0.0.0/16 and no data path.)
 // One more instance, bastion.ec2.internal, has no cluster tag: the driver
 // points a route to a node without an instance at it, since an AWS route
 // must target something (the routes spec with a route to no node).
@@ -71,13 +76,27 @@
 //   - calls list: AWS's CloudTrail delivers minutes late; the emulator
 //     logs every call as it answers it.
 //
+// # The data path
+//
+// A classic load balancer's ingress is its DNS name. Each one listens at
+// its own address on each listener's port, admits a client when one of
+// its security groups has an ingress rule for TCP at that port from a
+// CIDR holding the client's address (the rules the CCM writes from
+// loadBalancerSourceRanges), holds any other client without an answer
+// as a dropping firewall does, and forwards to its registered instances
+// that are running, sit in a zone of one of its subnets and are InService
+// by its health check (its Target, Timeout and thresholds, checked every
+// second rather than every Interval seconds), round-robin, at the
+// listener's instance port. aws-cloud --dns serves the load balancers'
+// DNS names (cloud/dns.go), and the profile's
+// loadBalancer.ingressNameserver points the harness's probes at it.
+// Listeners of every protocol are carried as TCP; no TLS is terminated.
+//
 // # What is left out
 //
 // Network Load Balancers (ELBv2) and KMS: the CCM calls them only for
 // Services annotated for an NLB or an encrypted listener, which no spec
-// makes. The data path: a classic load balancer's ingress is a DNS name,
-// which the harness's probes cannot resolve to the emulator yet, so the
-// profile does not claim DataPath (docs/providers.md).
+// makes. Classic load balancers carry no UDP.
 //
 // Floor: a provider. Like a provider's own repository, it links no package
 // of this repository outside providers/, the driver SDK included: its
