@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -633,6 +634,16 @@ func (p *Profile) Validate() field.ErrorList {
 
 	if b := p.LoadBalancer.Backends; b != BackendsAll && b != BackendsSubset {
 		errs = append(errs, field.NotSupported(field.NewPath("loadBalancer", "backends"), b, []string{BackendsAll, BackendsSubset}))
+	}
+	if ns := p.LoadBalancer.IngressNameserver; ns != "" {
+		path := field.NewPath("loadBalancer", "ingressNameserver")
+		if !variableRef.MatchString(ns) {
+			if _, err := netip.ParseAddrPort(ns); err != nil {
+				errs = append(errs, field.Invalid(path, ns, "want IP:port, such as 127.0.0.1:${FREE_PORT_DNS}"))
+			}
+		} else {
+			errs = append(errs, validateVariables(path, []string{ns})...)
+		}
 	}
 	if r := p.Cluster.PodRoutes; r != PodRoutesBackend && r != PodRoutesCloud {
 		errs = append(errs, field.NotSupported(cpath.Child("podRoutes"), r, []string{PodRoutesBackend, PodRoutesCloud}))

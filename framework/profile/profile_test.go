@@ -142,6 +142,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-pod-routes.yaml", []string{"cluster.podRoutes", `"kindnet"`, `"backend", "cloud"`}},
 		{"invalid-windows-nodes.yaml", []string{"cluster.windowsNodes", "3", "between 0 and cluster.nodes (2)"}},
 		{"invalid-lb-backends.yaml", []string{"loadBalancer.backends", `"some"`, `"all", "subset"`}},
+		{"invalid-lb-ingress-nameserver.yaml", []string{"loadBalancer.ingressNameserver", `"dns.example:53"`, "want IP:port"}},
+		{"invalid-lb-ingress-nameserver-variable.yaml", []string{"loadBalancer.ingressNameserver", "${FREE_PORT_dns}", "unknown variable"}},
 		{"invalid-kubernetes-version.yaml", []string{"cluster.kubernetesVersion", `"1.36"`, "such as v1.37.2"}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
 		{"invalid-both-ccms.yaml", []string{"ccm.deployed", "exclusive"}},
