@@ -42,12 +42,11 @@ const (
 // lbView is what the data path needs of one load balancer, copied out of
 // the state under its lock.
 type lbView struct {
-	addr     netip.Addr
-	ports    map[int32]int32 // listener port → instance port
-	rules    []permission    // ingress rules of its security groups
-	targets  []target        // running instances in its zones
-	health   healthCheck
-	inactive bool // has no address: the data path leaves it alone
+	addr    netip.Addr
+	ports   map[int32]int32 // listener port → instance port
+	rules   []permission    // ingress rules of its security groups
+	targets []target        // running instances in its zones
+	health  healthCheck
 }
 
 type target struct {
@@ -55,13 +54,17 @@ type target struct {
 	addr netip.Addr
 }
 
-// dataPathViews copies every load balancer's lbView.
+// dataPathViews copies the lbView of every load balancer that has an
+// address; the data path leaves the others alone.
 func (s *state) dataPathViews() map[string]lbView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	views := map[string]lbView{}
 	for name, lb := range s.elbs {
-		v := lbView{addr: lb.addr, ports: map[int32]int32{}, health: lb.health, inactive: !lb.addr.IsValid()}
+		if !lb.addr.IsValid() {
+			continue
+		}
+		v := lbView{addr: lb.addr, ports: map[int32]int32{}, health: lb.health}
 		for _, l := range lb.listeners {
 			v.ports[l.port] = l.instancePort
 		}
@@ -194,15 +197,12 @@ func (dp *dataPlane) sync() {
 		return
 	}
 	for name, rt := range dp.lbs {
-		if v, ok := views[name]; !ok || v.inactive || v.addr != rt.view.addr {
+		if v, ok := views[name]; !ok || v.addr != rt.view.addr {
 			rt.close()
 			delete(dp.lbs, name)
 		}
 	}
 	for name, v := range views {
-		if v.inactive {
-			continue
-		}
 		rt := dp.lbs[name]
 		if rt == nil {
 			rt = &lbRuntime{name: name, listeners: map[int32]net.Listener{}, unbound: map[int32]bool{}, health: map[string]*healthState{}, conns: map[net.Conn]bool{}}
