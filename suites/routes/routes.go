@@ -208,12 +208,15 @@ func declare(f *framework.Framework) {
 				}
 				return nil
 			}
-			stray, err := f.Driver.CreateRoute(ctx, ghost, strayCIDR)
-			Expect(err).NotTo(HaveOccurred(), "creating route %s->%s", strayCIDR, ghost)
-			DeferCleanup(deleteRoute, stray.Name)
+			// The outside route first: the route controller's pass that
+			// removes the stray one then saw the outside one too, so a CCM
+			// that prunes it does so in that pass, not after the check.
 			outside, err := f.Driver.CreateRoute(ctx, target, outsideCIDR)
 			Expect(err).NotTo(HaveOccurred(), "creating route %s->%s", outsideCIDR, target)
 			DeferCleanup(deleteRoute, outside.Name)
+			stray, err := f.Driver.CreateRoute(ctx, ghost, strayCIDR)
+			Expect(err).NotTo(HaveOccurred(), "creating route %s->%s", strayCIDR, ghost)
+			DeferCleanup(deleteRoute, stray.Name)
 
 			Eventually(ctx, func(g Gomega) {
 				routes, err := f.Driver.ListRoutes(ctx)
