@@ -52,6 +52,12 @@ func run(args []string) int {
 		logger.Print("usage: reference-cloud --listen unix:///path/cloud.sock [flags]")
 		return 2
 	}
+	// Signals are taken before anything is claimed, so that stop runs
+	// last: until then a second SIGTERM (a service manager's, or a test's
+	// cleanup after its context's) is absorbed instead of killing the
+	// process before the ingress route and the block are released.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	opts := cloudapi.Options{Logf: logger.Printf, Seed: *seed, DisableDataPath: *noDataPath, BareInstances: *bareInstances, BackendLimit: *backendLimit}
 	var err error
 	if *nodeRange != rangeAuto {
@@ -97,8 +103,6 @@ func run(args []string) int {
 	}
 	logger.Printf("instance InternalIPs from %s, load balancer ingress IPs from %s", opts.NodeIPRange, opts.IngressIPRange)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var machines []cloudapi.Machine
 	if *kindCluster != "" {
 		km := newKindMachines("docker", *kindCluster, logger.Printf)
