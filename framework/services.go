@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -72,6 +73,17 @@ func LoadBalancerService(namespace, name string) *corev1.Service {
 			}},
 		},
 	}
+}
+
+// LoadBalancerService returns LoadBalancerService's template with the
+// profile's loadBalancer.serviceAnnotations: the Service every spec that
+// wants a cloud load balancer starts from.
+func (f *Framework) LoadBalancerService(namespace, name string) *corev1.Service {
+	svc := LoadBalancerService(namespace, name)
+	if a := f.Profile.LoadBalancer.ServiceAnnotations; len(a) > 0 {
+		svc.Annotations = maps.Clone(a)
+	}
+	return svc
 }
 
 // ServiceRef names a Service for the cloud driver.

@@ -1,11 +1,14 @@
 package framework
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-conformance/ccm-conformance/framework/profile"
 )
 
 // A spec that needs a load balancer backend runs when one node can be one,
@@ -71,6 +74,38 @@ func TestNoBackendsReason(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("reason %q does not say %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadBalancerServiceCarriesTheProfilesAnnotations: every Service a
+// spec makes from the framework's template carries the profile's
+// loadBalancer.serviceAnnotations, as a copy that a spec may change
+// without touching the profile or the next Service.
+func TestLoadBalancerServiceCarriesTheProfilesAnnotations(t *testing.T) {
+	const nlb = "service.beta.kubernetes.io/aws-load-balancer-type"
+	for _, tt := range []struct {
+		name        string
+		annotations map[string]string
+	}{
+		{"none", nil},
+		{"one", map[string]string{nlb: "nlb"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &Framework{Profile: &profile.Profile{LoadBalancer: profile.LoadBalancerOptions{ServiceAnnotations: tt.annotations}}}
+			svc := f.LoadBalancerService("ns", "web")
+			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Namespace != "ns" || svc.Name != "web" {
+				t.Fatalf("template = %+v", svc)
+			}
+			if !maps.Equal(svc.Annotations, tt.annotations) {
+				t.Errorf("annotations = %v, want %v", svc.Annotations, tt.annotations)
+			}
+			if len(tt.annotations) > 0 {
+				svc.Annotations[nlb] = "changed"
+				if f.Profile.LoadBalancer.ServiceAnnotations[nlb] != "nlb" || f.LoadBalancerService("ns", "b").Annotations[nlb] == "changed" {
+					t.Error("a spec's change to one Service's annotations reached the profile")
 				}
 			}
 		})

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
@@ -436,6 +437,12 @@ type LoadBalancerOptions struct {
 	// hostname, for a cloud whose names the machine's own resolver does
 	// not know (an emulator's). Default: the machine's resolver.
 	IngressNameserver string `json:"ingressNameserver,omitempty"`
+	// ServiceAnnotations are set on every Service of type LoadBalancer
+	// the specs make, for a provider whose CCM picks a kind of load
+	// balancer by annotation (AWS's Network Load Balancers:
+	// service.beta.kubernetes.io/aws-load-balancer-type: nlb). Taken as
+	// written: no variables.
+	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
 }
 
 // The values of loadBalancer.backends.
@@ -644,6 +651,9 @@ func (p *Profile) Validate() field.ErrorList {
 		} else {
 			errs = append(errs, validateVariables(path, []string{ns})...)
 		}
+	}
+	if a := p.LoadBalancer.ServiceAnnotations; len(a) > 0 {
+		errs = append(errs, apivalidation.ValidateAnnotations(a, field.NewPath("loadBalancer", "serviceAnnotations"))...)
 	}
 	if r := p.Cluster.PodRoutes; r != PodRoutesBackend && r != PodRoutesCloud {
 		errs = append(errs, field.NotSupported(cpath.Child("podRoutes"), r, []string{PodRoutesBackend, PodRoutesCloud}))

@@ -108,6 +108,9 @@ func TestLoadValid(t *testing.T) {
 			if nm := p.CCM.NodeManager; nm == nil || p.ResolvePath(nm.Path) != filepath.Join(p.Dir, "../bin/node-manager") || len(nm.Args) != 1 || nm.Env["FULL_ENDPOINT"] == "" {
 				t.Errorf("NodeManager = %+v", nm)
 			}
+			if a := p.LoadBalancer.ServiceAnnotations; len(a) != 1 || a["service.beta.kubernetes.io/full-load-balancer-type"] != "network" {
+				t.Errorf("loadBalancer.serviceAnnotations = %v", a)
+			}
 			if !strings.HasPrefix(p.Digest, "sha256:") || len(p.Digest) != len("sha256:")+64 {
 				t.Errorf("Digest = %q, want sha256:<64 hex digits>", p.Digest)
 			}
@@ -144,6 +147,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-lb-backends.yaml", []string{"loadBalancer.backends", `"some"`, `"all", "subset"`}},
 		{"invalid-lb-ingress-nameserver.yaml", []string{"loadBalancer.ingressNameserver", `"dns.example:53"`, "want IP:port"}},
 		{"invalid-lb-ingress-nameserver-variable.yaml", []string{"loadBalancer.ingressNameserver", "${FREE_PORT_dns}", "unknown variable"}},
+		{"invalid-lb-service-annotations.yaml", []string{"loadBalancer.serviceAnnotations", `"aws load balancer type"`, "name part must consist of"}},
 		{"invalid-kubernetes-version.yaml", []string{"cluster.kubernetesVersion", `"1.36"`, "such as v1.37.2"}},
 		{"invalid-unknown-variable.yaml", []string{"ccm.binary.args", "${RUNDIR}"}},
 		{"invalid-both-ccms.yaml", []string{"ccm.deployed", "exclusive"}},

@@ -254,7 +254,7 @@ func (l *lm) writeConfig(cfg migrationConfig, name string) string {
 // createService makes a LoadBalancer Service and deletes it when the spec
 // ends, while the spec's managers still run.
 func (l *lm) createService(ctx context.Context, name string) *corev1.Service {
-	svc, err := l.f.Client.CoreV1().Services(l.ns).Create(ctx, framework.LoadBalancerService(l.ns, name), metav1.CreateOptions{})
+	svc, err := l.f.Client.CoreV1().Services(l.ns).Create(ctx, l.f.LoadBalancerService(l.ns, name), metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred(), "creating Service %s/%s", l.ns, name)
 	DeferCleanup(l.f.DeleteService, l.ns, name)
 	return svc

@@ -44,7 +44,7 @@ func (l *lb) poll() time.Duration { return l.f.PollInterval() }
 // create makes a Service from the template after mutate, and deletes it
 // when the spec ends.
 func (l *lb) create(ctx context.Context, name string, mutate func(*corev1.Service)) *corev1.Service {
-	svc := framework.LoadBalancerService(l.ns, name)
+	svc := l.f.LoadBalancerService(l.ns, name)
 	if mutate != nil {
 		mutate(svc)
 	}
