@@ -101,6 +101,7 @@ func New(o Options) *Cloud {
 		vpcCIDR6: netip.MustParsePrefix("2600:1f18:c0f:e000::/56"),
 		subnets:  map[string]*subnet{}, instances: map[string]*instance{}, routeTables: map[string]*routeTable{},
 		groups: map[string]*securityGroup{}, elbs: map[string]*classicLB{}, nextIP: map[string]uint32{},
+		nlbs: map[string]*networkLB{}, targetGroups: map[string]*targetGroup{}, listeners: map[string]*v2Listener{},
 	}
 	s.vpcID = s.newID("vpc")
 	s.igwID = s.newID("igw")
@@ -210,8 +211,10 @@ func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ops = ec2Ops()
 	case ELBVersion:
 		ops = elbOps()
+	case ELBv2Version:
+		ops = elbv2Ops()
 	default:
-		writeError(w, ec2, requestID, &apiError{status: 400, code: "InvalidAction", message: fmt.Sprintf("API version %q is not emulated (EC2 %s, Elastic Load Balancing %s)", version, EC2Version, ELBVersion)})
+		writeError(w, ec2, requestID, &apiError{status: 400, code: "InvalidAction", message: fmt.Sprintf("API version %q is not emulated (EC2 %s, Elastic Load Balancing %s, Elastic Load Balancing v2 %s)", version, EC2Version, ELBVersion, ELBv2Version)})
 		return
 	}
 	m := credentialPattern.FindStringSubmatch(r.Header.Get("Authorization"))
@@ -246,7 +249,11 @@ func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ec2 {
 		doc = ec2Response{XMLName: xml.Name{Local: action + "Response"}, Xmlns: ec2Namespace, RequestID: requestID, Body: inner}
 	} else {
-		doc = queryResponse{XMLName: xml.Name{Local: action + "Response"}, Xmlns: elbNamespace, RequestID: requestID,
+		ns := elbNamespace
+		if version == ELBv2Version {
+			ns = elbv2Namespace
+		}
+		doc = queryResponse{XMLName: xml.Name{Local: action + "Response"}, Xmlns: ns, RequestID: requestID,
 			Result: queryResult{XMLName: xml.Name{Local: action + "Result"}, Body: inner}}
 	}
 	var data []byte
@@ -301,7 +308,11 @@ func operationOf(action string) string {
 		"RegisterInstancesWithLoadBalancer", "DeregisterInstancesFromLoadBalancer", "ConfigureHealthCheck",
 		"ModifyLoadBalancerAttributes", "ApplySecurityGroupsToLoadBalancer", "AttachLoadBalancerToSubnets",
 		"DetachLoadBalancerFromSubnets", "CreateLoadBalancerPolicy", "SetLoadBalancerPoliciesForBackendServer",
-		"SetLoadBalancerPoliciesOfListener", "AddTags":
+		"SetLoadBalancerPoliciesOfListener", "AddTags",
+		// Network Load Balancers' (Elastic Load Balancing v2): the CCM
+		// deletes listeners and target groups while it updates one.
+		"SetSecurityGroups", "CreateTargetGroup", "ModifyTargetGroup", "DeleteTargetGroup", "ModifyTargetGroupAttributes",
+		"RegisterTargets", "DeregisterTargets", "CreateListener", "ModifyListener", "DeleteListener":
 		return "EnsureLoadBalancer"
 	case "DeleteLoadBalancer":
 		return "EnsureLoadBalancerDeleted"
@@ -334,6 +345,25 @@ func (s *state) resourceOf(action string, p *params) string {
 	}
 	if n := p.str("LoadBalancerName"); n != "" {
 		return n
+	}
+	if action == "CreateLoadBalancer" && p.has("Name") { // Elastic Load Balancing v2's
+		return p.str("Name")
+	}
+	// Elastic Load Balancing v2 names a load balancer by its ARN, which
+	// holds its name, or a target group, whose load balancers' names are
+	// the resource.
+	if arn := p.str("LoadBalancerArn") + p.str("ListenerArn"); arn != "" {
+		return nlbNameOfARN(arn)
+	}
+	if arn := p.str("TargetGroupArn"); arn != "" {
+		var names []string
+		for _, lb := range s.targetGroupLBs(arn) {
+			names = append(names, nlbNameOfARN(lb))
+		}
+		return strings.Join(names, ",")
+	}
+	if names := p.strs("Names"); len(names) > 0 {
+		return strings.Join(names, ",")
 	}
 	return strings.Join(p.strs("LoadBalancerNames"), ",")
 }
@@ -379,7 +409,7 @@ func faultTarget(action string) string {
 		return "instances"
 	case action == "DescribeRouteTables" || action == "CreateRoute" || action == "DeleteRoute":
 		return "routes"
-	case operationOf(action) != action || strings.Contains(action, "LoadBalancer"):
+	case operationOf(action) != action || strings.Contains(action, "LoadBalancer") || strings.Contains(action, "Target") || action == "DescribeListeners":
 		return "loadbalancers"
 	}
 	return ""

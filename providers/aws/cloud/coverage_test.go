@@ -22,17 +22,6 @@ const profilePath = "../../profiles/aws.yaml"
 // purpose, each with the reason. A method the CCM's interfaces gain that
 // is neither served nor listed here fails the test.
 var notEmulated = map[string]string{
-	// Network Load Balancers (Elastic Load Balancing v2): the CCM calls
-	// them only for a Service annotated
-	// service.beta.kubernetes.io/aws-load-balancer-type: nlb, which no
-	// spec makes; docs/providers.md says so.
-	"ELBV2.AddTags": "nlb", "ELBV2.CreateLoadBalancer": "nlb", "ELBV2.DescribeLoadBalancers": "nlb",
-	"ELBV2.DeleteLoadBalancer": "nlb", "ELBV2.SetSecurityGroups": "nlb", "ELBV2.ModifyLoadBalancerAttributes": "nlb",
-	"ELBV2.DescribeLoadBalancerAttributes": "nlb", "ELBV2.CreateTargetGroup": "nlb", "ELBV2.DescribeTargetGroups": "nlb",
-	"ELBV2.ModifyTargetGroup": "nlb", "ELBV2.DeleteTargetGroup": "nlb", "ELBV2.DescribeTargetHealth": "nlb",
-	"ELBV2.DescribeTargetGroupAttributes": "nlb", "ELBV2.ModifyTargetGroupAttributes": "nlb", "ELBV2.RegisterTargets": "nlb",
-	"ELBV2.DeregisterTargets": "nlb", "ELBV2.CreateListener": "nlb", "ELBV2.DescribeListeners": "nlb",
-	"ELBV2.DeleteListener": "nlb", "ELBV2.ModifyListener": "nlb",
 	// KMS: the CCM calls it only to check a key named in a Service's
 	// annotation for encrypted volumes' load balancers; no spec names one.
 	"KMS.DescribeKey": "kms",
@@ -42,7 +31,7 @@ var notEmulated = map[string]string{
 // its module's source, at the version the profile names (go mod download
 // fetches it into the module cache, where the CCM's build put it), and
 // checks that the emulator serves every method of iface.EC2 and of the
-// ELB interface, and knows every other one.
+// ELB and ELBV2 interfaces, and knows every other one.
 func TestIntegrationOperationsCoverTheCCM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads the CCM's module through the go command")
@@ -90,7 +79,7 @@ func TestIntegrationOperationsCoverTheCCM(t *testing.T) {
 		}
 		methods[src.iface] = m
 	}
-	served := map[string]map[string]func(*state, *params) (any, *apiError){"EC2": ec2Ops(), "ELB": elbOps()}
+	served := map[string]map[string]func(*state, *params) (any, *apiError){"EC2": ec2Ops(), "ELB": elbOps(), "ELBV2": elbv2Ops()}
 	total := 0
 	for iface, ms := range methods {
 		for _, m := range ms {
@@ -111,7 +100,7 @@ func TestIntegrationOperationsCoverTheCCM(t *testing.T) {
 			t.Errorf("notEmulated lists %s, which %s@%s no longer has", name, mod.Path, mod.Version)
 		}
 	}
-	t.Logf("%s@%s: %d methods in EC2, ELB, ELBV2 and KMS; %d served, %d not emulated", mod.Path, mod.Version, total, len(ec2Ops())+len(elbOps()), len(notEmulated))
+	t.Logf("%s@%s: %d methods in EC2, ELB, ELBV2 and KMS; %d served, %d not emulated", mod.Path, mod.Version, total, len(ec2Ops())+len(elbOps())+len(elbv2Ops()), len(notEmulated))
 }
 
 func cut(s string) (string, string, bool) {

@@ -3,6 +3,7 @@ package cloud
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -39,23 +40,37 @@ const (
 	deniedHold = 30 * time.Second
 )
 
-// lbView is what the data path needs of one load balancer, copied out of
-// the state under its lock.
+// lbView is what the data path needs of one classic load balancer, or of
+// one listener of a Network Load Balancer, copied out of the state under
+// its lock.
 type lbView struct {
 	addr    netip.Addr
-	ports   map[int32]int32 // listener port → instance port
-	rules   []permission    // ingress rules of its security groups
+	ports   map[int32]int32 // listener port → instance port (a target's own port wins)
+	rules   []permission    // classic: ingress rules of its security groups
 	targets []target        // running instances in its zones
-	health  healthCheck
+	// targetGroup is the ARN of a Network Load Balancer listener's target
+	// group. Such a load balancer keeps the client's address, so each
+	// target's own security groups admit or drop the client, and the
+	// health checks' verdicts are written back to the group, where
+	// DescribeTargetHealth reads them.
+	targetGroup string
 }
 
 type target struct {
 	id   string
 	addr netip.Addr
+	port int32       // Network Load Balancer: the registered port
+	hc   healthCheck // the check this target gets
+	// Network Load Balancer: its instance's security group rules, and
+	// whether they let in the health checks, which come from the load
+	// balancer's addresses in its subnets.
+	rules         []permission
+	healthAllowed bool
 }
 
 // dataPathViews copies the lbView of every load balancer that has an
-// address; the data path leaves the others alone.
+// address, by name (a Network Load Balancer's listeners by their ARNs);
+// the data path leaves the others alone.
 func (s *state) dataPathViews() map[string]lbView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -64,7 +79,7 @@ func (s *state) dataPathViews() map[string]lbView {
 		if !lb.addr.IsValid() {
 			continue
 		}
-		v := lbView{addr: lb.addr, ports: map[int32]int32{}, health: lb.health}
+		v := lbView{addr: lb.addr, ports: map[int32]int32{}}
 		for _, l := range lb.listeners {
 			v.ports[l.port] = l.instancePort
 		}
@@ -73,24 +88,82 @@ func (s *state) dataPathViews() map[string]lbView {
 				v.rules = append(v.rules, sg.ingress...)
 			}
 		}
-		zones := map[string]bool{}
-		for _, id := range lb.subnets {
-			if sn := s.subnets[id]; sn != nil {
-				zones[sn.zone] = true
-			}
-		}
+		zones := s.subnetZones(lb.subnets)
 		for _, id := range lb.instances {
-			in := s.instances[id]
-			if in == nil || in.state != "running" || !zones[in.zone] || len(in.privateIPs) == 0 {
-				continue
-			}
-			if a, err := netip.ParseAddr(in.privateIPs[0]); err == nil {
-				v.targets = append(v.targets, target{id: id, addr: a})
+			if a, ok := s.targetAddr(id, zones); ok {
+				v.targets = append(v.targets, target{id: id, addr: a, hc: lb.health, healthAllowed: true})
 			}
 		}
 		views[name] = v
 	}
+	for _, l := range s.listeners {
+		lb := s.nlbs[nlbNameOfARN(l.lbARN)]
+		tg := s.targetGroups[l.targetGroup]
+		if lb == nil || lb.arn != l.lbARN || !lb.addr.IsValid() || tg == nil {
+			continue
+		}
+		v := lbView{addr: lb.addr, ports: map[int32]int32{l.port: tg.port}, targetGroup: tg.arn}
+		zones := s.subnetZones(lb.subnets)
+		var healthFrom []netip.Addr
+		for _, id := range lb.subnets {
+			if sn := s.subnets[id]; sn != nil {
+				healthFrom = append(healthFrom, sn.cidr.Addr().Next().Next().Next().Next()) // .4: the load balancer's node there
+			}
+		}
+		for _, t := range tg.targets {
+			a, ok := s.targetAddr(t.id, zones)
+			if !ok {
+				continue
+			}
+			x := target{id: t.id, addr: a, port: t.port}
+			for _, g := range s.instances[t.id].groups {
+				if sg := s.groups[g]; sg != nil {
+					x.rules = append(x.rules, sg.ingress...)
+				}
+			}
+			hcPort := t.port
+			if n, err := strconv.Atoi(tg.health.port); err == nil {
+				hcPort = int32(n)
+			}
+			x.hc = healthCheck{target: fmt.Sprintf("%s:%d%s", tg.health.protocol, hcPort, tg.health.path),
+				timeout: tg.health.timeout, healthy: tg.health.healthy, unhealthy: tg.health.unhealthy}
+			x.healthAllowed = slices.ContainsFunc(healthFrom, func(src netip.Addr) bool { return admits(x.rules, hcPort, src) })
+			v.targets = append(v.targets, x)
+		}
+		views[l.arn] = v
+	}
 	return views
+}
+
+// subnetZones are the zones of the subnets.
+func (s *state) subnetZones(subnets []string) map[string]bool {
+	zones := map[string]bool{}
+	for _, id := range subnets {
+		if sn := s.subnets[id]; sn != nil {
+			zones[sn.zone] = true
+		}
+	}
+	return zones
+}
+
+// targetAddr is the private address of an instance that can be a target:
+// running, in one of zones.
+func (s *state) targetAddr(id string, zones map[string]bool) (netip.Addr, bool) {
+	in := s.instances[id]
+	if in == nil || in.state != "running" || !zones[in.zone] || len(in.privateIPs) == 0 {
+		return netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(in.privateIPs[0])
+	return a, err == nil
+}
+
+// setTargetHealth records a health verdict for DescribeTargetHealth.
+func (s *state) setTargetHealth(tgARN string, t v2Target, healthy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tg := s.targetGroups[tgARN]; tg != nil && slices.Contains(tg.targets, t) {
+		tg.healthy[t] = healthy
+	}
 }
 
 // admits reports whether security group rules let a TCP client from src
@@ -144,6 +217,7 @@ type lbRuntime struct {
 
 type healthState struct {
 	inService     bool
+	decided       bool // InService or OutOfService once, no longer initial
 	passes, fails int32
 }
 
@@ -299,22 +373,41 @@ func (dp *dataPlane) pick(name string, port int32, src netip.Addr, client net.Co
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	rt := dp.lbs[name]
-	if rt == nil || !admits(rt.view.rules, port, src) {
+	if rt == nil {
 		return netip.AddrPort{}, false
 	}
+	nlb := rt.view.targetGroup != ""
+	if !nlb && !admits(rt.view.rules, port, src) {
+		return netip.AddrPort{}, false
+	}
+	instancePort, ok := rt.view.ports[port]
 	var in []target
 	for _, t := range rt.view.targets {
 		if h := rt.health[t.id]; h != nil && h.inService {
+			if t.port != 0 {
+				instancePort = t.port
+			}
 			in = append(in, t)
 		}
 	}
-	instancePort, ok := rt.view.ports[port]
+	if nlb {
+		// The client's packets reach the instance: its security groups
+		// drop them unless a rule lets them in.
+		allInService := in
+		in = slices.DeleteFunc(slices.Clone(in), func(t target) bool { return !admits(t.rules, t.port, src) })
+		if len(allInService) > 0 && len(in) == 0 {
+			return netip.AddrPort{}, false
+		}
+	}
 	if len(in) == 0 || !ok {
 		return netip.AddrPort{}, true
 	}
 	rt.conns[client] = true
 	t := in[rt.next%len(in)]
 	rt.next++
+	if t.port != 0 {
+		instancePort = t.port
+	}
 	return netip.AddrPortFrom(t.addr, uint16(instancePort)), true
 }
 
@@ -330,25 +423,39 @@ func (dp *dataPlane) untrack(name string, c net.Conn) {
 // at once, and moves targets in and out of service by the thresholds.
 func (dp *dataPlane) checkHealth(ctx context.Context) {
 	type check struct {
-		lb, id string
-		hc     healthCheck
-		addr   netip.Addr
-		ok     bool
+		lb, id      string
+		targetGroup string
+		port        int32
+		hc          healthCheck
+		addr        netip.Addr
+		allowed, ok bool
 	}
 	var checks []*check
 	dp.mu.Lock()
 	for name, rt := range dp.lbs {
 		for _, t := range rt.view.targets {
-			checks = append(checks, &check{lb: name, id: t.id, hc: rt.view.health, addr: t.addr})
+			checks = append(checks, &check{lb: name, id: t.id, targetGroup: rt.view.targetGroup, port: t.port, hc: t.hc, addr: t.addr, allowed: t.healthAllowed})
 		}
 	}
 	dp.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range checks {
-		wg.Go(func() { c.ok = dp.probe(ctx, c.hc, c.addr) })
+		// A check its security groups drop fails as a timeout would.
+		wg.Go(func() { c.ok = c.allowed && dp.probe(ctx, c.hc, c.addr) })
 	}
 	wg.Wait()
 
+	type verdict struct {
+		targetGroup string
+		target      v2Target
+		healthy     bool
+	}
+	var verdicts []verdict
+	defer func() {
+		for _, v := range verdicts {
+			dp.st.setTargetHealth(v.targetGroup, v.target, v.healthy)
+		}
+	}()
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	for _, c := range checks {
@@ -366,13 +473,19 @@ func (dp *dataPlane) checkHealth(ctx context.Context) {
 		} else {
 			h.passes, h.fails = 0, h.fails+1
 		}
+		was := h.decided
 		switch {
 		case !h.inService && h.passes >= max(c.hc.healthy, 1):
-			h.inService = true
+			h.inService, h.decided = true, true
 			dp.logf("load balancer %s: instance %s InService (%s passed %d times)", c.lb, c.id, c.hc.target, h.passes)
-		case h.inService && h.fails >= max(c.hc.unhealthy, 1):
-			h.inService = false
+		case (h.inService || !h.decided) && h.fails >= max(c.hc.unhealthy, 1):
+			h.inService, h.decided = false, true
 			dp.logf("load balancer %s: instance %s OutOfService (%s failed %d times)", c.lb, c.id, c.hc.target, h.fails)
+		default:
+			continue
+		}
+		if c.targetGroup != "" && (h.decided || was) {
+			verdicts = append(verdicts, verdict{c.targetGroup, v2Target{c.id, c.port}, h.inService})
 		}
 	}
 }

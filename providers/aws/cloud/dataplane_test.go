@@ -18,6 +18,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/aws/awsctl"
@@ -142,6 +144,151 @@ func (n *node) start(t *testing.T) {
 
 func (n *node) stop() { _ = n.ln.Close() }
 
+// dataPathRig is an emulator serving on a loopback block of its own, with
+// its DNS server, and three instances (node-a and node-b in us-east-1a,
+// node-c in us-east-1c), each with a node answering at 30080.
+type dataPathRig struct {
+	c        *Cloud
+	srv      *Server
+	s        *sdk
+	block    *loopback.Block
+	ids      map[string]string // instance IDs by name
+	nodes    map[string]*node
+	resolver *net.Resolver
+}
+
+func newDataPathRig(t *testing.T) *dataPathRig {
+	t.Helper()
+	ctx := context.Background()
+	block, err := loopback.Claim(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = block.Release() })
+	c := New(Options{Network: block.Nodes, LoadBalancerAddresses: block.Ingress})
+	srv, err := Serve(c, ServeOptions{Listen: "127.0.0.1:0", DNS: "127.0.0.1:0", Dir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	r := &dataPathRig{c: c, srv: srv, s: sdkFor(c, srv.URL, "AKIATEST"), block: block, ids: map[string]string{}, nodes: map[string]*node{}}
+	for _, x := range []struct{ name, zone string }{{"node-a", "us-east-1a"}, {"node-b", "us-east-1a"}, {"node-c", "us-east-1c"}} {
+		in := r.s.instance(t, x.name, x.zone)
+		out, err := r.s.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{in.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := aws.ToString(out.Reservations[0].Instances[0].PrivateIpAddress)
+		if !block.Nodes.Contains(netip.MustParseAddr(ip)) {
+			t.Fatalf("instance %s has private address %s, outside the VPC %s", in.Name, ip, block.Nodes)
+		}
+		r.ids[x.name] = in.ID
+		r.nodes[x.name] = startNode(t, x.name, net.JoinHostPort(ip, "30080"))
+	}
+	r.resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", srv.DNS)
+	}}
+	return r
+}
+
+// subnet is the ID and CIDR of a zone's subnet.
+func (r *dataPathRig) subnet(t *testing.T, zone string) ec2types.Subnet {
+	t.Helper()
+	out, err := r.s.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("availability-zone"), Values: []string{zone}}}})
+	if err != nil || len(out.Subnets) != 1 {
+		t.Fatalf("the subnet of %s: %v %v", zone, out, err)
+	}
+	return out.Subnets[0]
+}
+
+// resolve looks a load balancer's DNS name up at the emulator's DNS
+// server and returns its address with port 80.
+func (r *dataPathRig) resolve(t *testing.T, name string) string {
+	t.Helper()
+	addrs, err := r.resolver.LookupNetIP(context.Background(), "ip4", name)
+	if err != nil || len(addrs) != 1 || !r.block.Ingress.Contains(addrs[0]) {
+		t.Fatalf("resolving %s at %s: %v %v, want one address in %s", name, r.srv.DNS, addrs, err, r.block.Ingress)
+	}
+	return net.JoinHostPort(addrs[0].String(), "80")
+}
+
+// probe connects to lbAddr from the address from and reads the line the
+// node that answers writes: its name.
+func probe(lbAddr, from string) (string, error) {
+	d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	conn, err := d.Dial("tcp", lbAddr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+// answeredBy probes from 127.0.0.1 until the answers come from exactly
+// want.
+func answeredBy(t *testing.T, lbAddr string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		seen := map[string]bool{}
+		var errs []error
+		for range 6 {
+			got, err := probe(lbAddr, "127.0.0.1")
+			if err != nil {
+				errs = append(errs, err)
+			}
+			seen[got] = true
+		}
+		if len(errs) == 0 && len(seen) == len(want) && func() bool {
+			for _, w := range want {
+				if !seen[w] {
+					return false
+				}
+			}
+			return true
+		}() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("answers through %s from %v (errors %v), want from exactly %v", lbAddr, seen, errors.Join(errs...), want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// dropped checks that a client from the address from hears nothing.
+func dropped(t *testing.T, lbAddr, from string) {
+	t.Helper()
+	if got, err := probe(lbAddr, from); err == nil {
+		t.Errorf("a client from %s was answered by %q, want it dropped", from, got)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Errorf("a client from %s: %v, want no answer (a timeout)", from, err)
+	}
+}
+
+// goneAfterDelete waits until lbAddr refuses connections and the name no
+// longer resolves.
+func (r *dataPathRig) goneAfterDelete(t *testing.T, lbAddr, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := probe(lbAddr, "127.0.0.1")
+		if err != nil && strings.Contains(err.Error(), "connection refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after DeleteLoadBalancer, %s still answers (%v)", lbAddr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := r.resolver.LookupNetIP(context.Background(), "ip4", name); err == nil {
+		t.Errorf("after DeleteLoadBalancer, %s still resolves", name)
+	}
+}
+
 // A classic load balancer made through the SDK as the CCM makes one
 // carries traffic: its DNS name resolves at the emulator's DNS server, a
 // client its security group admits reaches an InService instance and one
@@ -152,44 +299,13 @@ func TestIntegrationDataPath(t *testing.T) {
 		t.Skip("serves on loopback addresses and waits for health checks")
 	}
 	ctx := context.Background()
-	block, err := loopback.Claim(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer block.Release()
-	c := New(Options{Network: block.Nodes, LoadBalancerAddresses: block.Ingress})
-	srv, err := Serve(c, ServeOptions{Listen: "127.0.0.1:0", DNS: "127.0.0.1:0", Dir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	s := sdkFor(c, srv.URL, "AKIATEST")
-
-	// Three instances, two in us-east-1a and one in us-east-1c, each
-	// with a node answering at 30080.
-	a := s.instance(t, "node-a", "us-east-1a")
-	b := s.instance(t, "node-b", "us-east-1a")
-	other := s.instance(t, "node-c", "us-east-1c")
-	nodes := map[string]*node{}
-	for _, in := range []awsctl.Instance{a, b, other} {
-		out, err := s.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{in.ID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ip := aws.ToString(out.Reservations[0].Instances[0].PrivateIpAddress)
-		if !block.Nodes.Contains(netip.MustParseAddr(ip)) {
-			t.Fatalf("instance %s has private address %s, outside the VPC %s", in.Name, ip, block.Nodes)
-		}
-		nodes[in.Name] = startNode(t, in.Name, net.JoinHostPort(ip, "30080"))
-	}
+	r := newDataPathRig(t)
+	s := r.s
 
 	// The load balancer: one listener, a group admitting 127.0.0.1 only,
 	// the subnet of us-east-1a, every instance registered.
-	subnets, err := s.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("availability-zone"), Values: []string{"us-east-1a"}}}})
-	if err != nil || len(subnets.Subnets) != 1 {
-		t.Fatalf("the subnet of us-east-1a: %v %v", subnets, err)
-	}
-	sg, err := s.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("k8s-elb-web"), Description: aws.String("web"), VpcId: subnets.Subnets[0].VpcId})
+	subnet := r.subnet(t, "us-east-1a")
+	sg, err := s.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("k8s-elb-web"), Description: aws.String("web"), VpcId: subnet.VpcId})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +317,7 @@ func TestIntegrationDataPath(t *testing.T) {
 	created, err := s.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{
 		LoadBalancerName: aws.String("web"),
 		Listeners:        []elbtypes.Listener{{Protocol: aws.String("TCP"), LoadBalancerPort: 80, InstanceProtocol: aws.String("TCP"), InstancePort: aws.Int32(30080)}},
-		Subnets:          []string{aws.ToString(subnets.Subnets[0].SubnetId)},
+		Subnets:          []string{aws.ToString(subnet.SubnetId)},
 		SecurityGroups:   []string{aws.ToString(sg.GroupId)},
 	})
 	if err != nil {
@@ -213,101 +329,125 @@ func TestIntegrationDataPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.elb.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String("web"),
-		Instances: []elbtypes.Instance{{InstanceId: aws.String(a.ID)}, {InstanceId: aws.String(b.ID)}, {InstanceId: aws.String(other.ID)}}}); err != nil {
+		Instances: []elbtypes.Instance{{InstanceId: aws.String(r.ids["node-a"])}, {InstanceId: aws.String(r.ids["node-b"])}, {InstanceId: aws.String(r.ids["node-c"])}}}); err != nil {
 		t.Fatal(err)
 	}
 
 	// The name resolves at the emulator's DNS server, to the upper half.
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", srv.DNS)
-	}}
 	name := aws.ToString(created.DNSName)
-	addrs, err := resolver.LookupNetIP(ctx, "ip4", name)
-	if err != nil || len(addrs) != 1 || !block.Ingress.Contains(addrs[0]) {
-		t.Fatalf("resolving %s at %s: %v %v, want one address in %s", name, srv.DNS, addrs, err, block.Ingress)
-	}
-	lbAddr := net.JoinHostPort(addrs[0].String(), "80")
-
-	probe := func(from string) (string, error) {
-		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-		conn, err := d.Dial("tcp", lbAddr)
-		if err != nil {
-			return "", err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(time.Second))
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		return strings.TrimSpace(line), err
-	}
-	// answeredBy probes until the answers come from exactly want.
-	answeredBy := func(want ...string) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			seen := map[string]bool{}
-			var errs []error
-			for range 6 {
-				got, err := probe("127.0.0.1")
-				if err != nil {
-					errs = append(errs, err)
-				}
-				seen[got] = true
-			}
-			if len(errs) == 0 && len(seen) == len(want) && func() bool {
-				for _, w := range want {
-					if !seen[w] {
-						return false
-					}
-				}
-				return true
-			}() {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("answers through %s from %v (errors %v), want from exactly %v", lbAddr, seen, errors.Join(errs...), want)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	lbAddr := r.resolve(t, name)
 	// node-c's zone has no subnet of the load balancer: it gets nothing.
-	answeredBy("node-a", "node-b")
-
+	answeredBy(t, lbAddr, "node-a", "node-b")
 	// A client outside the group's CIDR hears nothing.
-	if got, err := probe("127.0.0.2"); err == nil {
-		t.Errorf("a client from 127.0.0.2 was answered by %q, want it dropped", got)
-	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-		t.Errorf("a client from 127.0.0.2: %v, want no answer (a timeout)", err)
-	}
+	dropped(t, lbAddr, "127.0.0.2")
 
 	// node-b fails its health checks: out of service; back when it passes.
-	nodes["node-b"].stop()
-	answeredBy("node-a")
-	nodes["node-b"].start(t)
-	answeredBy("node-a", "node-b")
+	r.nodes["node-b"].stop()
+	answeredBy(t, lbAddr, "node-a")
+	r.nodes["node-b"].start(t)
+	answeredBy(t, lbAddr, "node-a", "node-b")
 
 	// A stopped instance gets nothing.
-	if _, err := c.Act(awsctl.InstanceAction{Name: "node-a", Action: "stop"}); err != nil {
+	if _, err := r.c.Act(awsctl.InstanceAction{Name: "node-a", Action: "stop"}); err != nil {
 		t.Fatal(err)
 	}
-	answeredBy("node-b")
+	answeredBy(t, lbAddr, "node-b")
 
 	// Deleted, the load balancer stops listening and its name is gone.
 	if _, err := s.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String("web")}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := probe("127.0.0.1")
-		if err != nil && strings.Contains(err.Error(), "connection refused") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after DeleteLoadBalancer, %s still answers (%v)", lbAddr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	r.goneAfterDelete(t, lbAddr, name)
+}
+
+// A Network Load Balancer made as the CCM makes one (no security groups
+// of its own; a target group on the node port, health-checked on the
+// traffic port) keeps the client's address, so the nodes' security group
+// decides: with only the group's rule for its own members, the health
+// checks (from the load balancer's subnet) and clients are dropped and
+// DescribeTargetHealth says so; with the CCM's rules (the client range on
+// the node port, the subnet's CIDR for health), the instances of the load
+// balancer's zone answer clients of the range, and no one else does.
+func TestIntegrationNetworkLoadBalancerDataPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves on loopback addresses and waits for health checks")
 	}
-	if _, err := resolver.LookupNetIP(ctx, "ip4", name); err == nil {
-		t.Errorf("after DeleteLoadBalancer, %s still resolves", name)
+	ctx := context.Background()
+	r := newDataPathRig(t)
+	v2 := r.s.elbv2(r.srv.URL)
+	subnet := r.subnet(t, "us-east-1a")
+	created, err := v2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String("net"), Type: elbv2types.LoadBalancerTypeEnumNetwork,
+		SubnetMappings: []elbv2types.SubnetMapping{{SubnetId: subnet.SubnetId}}, SecurityGroups: []string{}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	lbARN := created.LoadBalancers[0].LoadBalancerArn
+	tg, err := v2.CreateTargetGroup(ctx, &elbv2.CreateTargetGroupInput{Name: aws.String("k8s-ns-net-0123456789"), Protocol: elbv2types.ProtocolEnumTcp,
+		Port: aws.Int32(30080), VpcId: subnet.VpcId, TargetType: elbv2types.TargetTypeEnumInstance,
+		HealthCheckProtocol: elbv2types.ProtocolEnumTcp, HealthCheckPort: aws.String("traffic-port"), HealthCheckIntervalSeconds: aws.Int32(10),
+		HealthyThresholdCount: aws.Int32(2), UnhealthyThresholdCount: aws.Int32(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgARN := tg.TargetGroups[0].TargetGroupArn
+	var targets []elbv2types.TargetDescription
+	for _, n := range []string{"node-a", "node-b", "node-c"} {
+		targets = append(targets, elbv2types.TargetDescription{Id: aws.String(r.ids[n]), Port: aws.Int32(30080)})
+	}
+	if _, err := v2.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: tgARN, Targets: targets}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.CreateListener(ctx, &elbv2.CreateListenerInput{LoadBalancerArn: lbARN, Port: aws.Int32(80), Protocol: elbv2types.ProtocolEnumTcp,
+		DefaultActions: []elbv2types.Action{{Type: elbv2types.ActionTypeEnumForward, TargetGroupArn: tgARN}}}); err != nil {
+		t.Fatal(err)
+	}
+	name := aws.ToString(created.LoadBalancers[0].DNSName)
+	lbAddr := r.resolve(t, name)
+
+	// health waits until DescribeTargetHealth reports want by node name.
+	health := func(want map[string]elbv2types.TargetHealthStateEnum) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			out, err := v2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: tgARN})
+			got := map[string]elbv2types.TargetHealthStateEnum{}
+			if err == nil {
+				for _, d := range out.TargetHealthDescriptions {
+					for n, id := range r.ids {
+						if aws.ToString(d.Target.Id) == id {
+							got[n] = d.TargetHealth.State
+						}
+					}
+				}
+			}
+			if fmt.Sprint(got) == fmt.Sprint(want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("target health %v (%v), want %v", got, err, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	health(map[string]elbv2types.TargetHealthStateEnum{"node-a": "unhealthy", "node-b": "unhealthy", "node-c": "unavailable"})
+	if got, err := probe(lbAddr, "127.0.0.1"); err == nil {
+		t.Errorf("with every target unhealthy, a client was answered by %q", got)
+	}
+
+	// The CCM's rules on the nodes' group: the client range on the node
+	// port, and the load balancer's subnet for its health checks.
+	if _, err := r.s.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(r.c.st.nodeGroup), IpPermissions: []ec2types.IpPermission{
+		{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(30080), ToPort: aws.Int32(30080), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("127.0.0.1/32"), Description: aws.String("kubernetes.io/rule/nlb/client=net")}}},
+		{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(30080), ToPort: aws.Int32(30080), IpRanges: []ec2types.IpRange{{CidrIp: subnet.CidrBlock, Description: aws.String("kubernetes.io/rule/nlb/health=net")}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	health(map[string]elbv2types.TargetHealthStateEnum{"node-a": "healthy", "node-b": "healthy", "node-c": "unavailable"})
+	answeredBy(t, lbAddr, "node-a", "node-b")
+	dropped(t, lbAddr, "127.0.0.2")
+
+	if _, err := v2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: lbARN}); err != nil {
+		t.Fatal(err)
+	}
+	r.goneAfterDelete(t, lbAddr, name)
 }

@@ -31,6 +31,11 @@ func (s *state) lookupLB(name string) (netip.Addr, bool) {
 			return lb.addr, true
 		}
 	}
+	for _, lb := range s.nlbs {
+		if strings.ToLower(lb.dnsName) == name {
+			return lb.addr, true
+		}
+	}
 	return netip.Addr{}, false
 }
 

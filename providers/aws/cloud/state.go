@@ -187,13 +187,16 @@ type state struct {
 	igwID     string
 	zones     []zone
 
-	subnets     map[string]*subnet
-	instances   map[string]*instance
-	order       []string // instance IDs in creation order
-	routeTables map[string]*routeTable
-	groups      map[string]*securityGroup
-	elbs        map[string]*classicLB
-	nodeGroup   string // the cluster's node security group
+	subnets      map[string]*subnet
+	instances    map[string]*instance
+	order        []string // instance IDs in creation order
+	routeTables  map[string]*routeTable
+	groups       map[string]*securityGroup
+	elbs         map[string]*classicLB
+	nlbs         map[string]*networkLB   // by name
+	targetGroups map[string]*targetGroup // by ARN
+	listeners    map[string]*v2Listener  // by ARN, of every Network Load Balancer
+	nodeGroup    string                  // the cluster's node security group
 
 	nextIP  map[string]uint32 // per subnet, the next host number
 	counter uint64
