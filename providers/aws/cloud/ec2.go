@@ -668,16 +668,19 @@ func routeDestination(p *params) (string, *apiError) {
 // ---- security groups
 
 type xmlIPRange struct {
-	CidrIP string `xml:"cidrIp"`
+	CidrIP      string `xml:"cidrIp"`
+	Description string `xml:"description,omitempty"`
 }
 
 type xmlIPv6Range struct {
-	CidrIPv6 string `xml:"cidrIpv6"`
+	CidrIPv6    string `xml:"cidrIpv6"`
+	Description string `xml:"description,omitempty"`
 }
 
 type xmlPair struct {
-	GroupID string `xml:"groupId"`
-	UserID  string `xml:"userId"`
+	GroupID     string `xml:"groupId"`
+	UserID      string `xml:"userId"`
+	Description string `xml:"description,omitempty"`
 }
 
 type xmlPermission struct {
@@ -724,17 +727,17 @@ func (s *state) xmlPermissions(ps []permission) *items[xmlPermission] {
 			if x.IPRanges == nil {
 				x.IPRanges = &items[xmlIPRange]{}
 			}
-			x.IPRanges.Items = append(x.IPRanges.Items, xmlIPRange{p.cidr})
+			x.IPRanges.Items = append(x.IPRanges.Items, xmlIPRange{p.cidr, p.description})
 		case p.cidr6 != "":
 			if x.IPv6Ranges == nil {
 				x.IPv6Ranges = &items[xmlIPv6Range]{}
 			}
-			x.IPv6Ranges.Items = append(x.IPv6Ranges.Items, xmlIPv6Range{p.cidr6})
+			x.IPv6Ranges.Items = append(x.IPv6Ranges.Items, xmlIPv6Range{p.cidr6, p.description})
 		case p.group != "":
 			if x.Groups == nil {
 				x.Groups = &items[xmlPair]{}
 			}
-			x.Groups.Items = append(x.Groups.Items, xmlPair{GroupID: p.group, UserID: s.account})
+			x.Groups.Items = append(x.Groups.Items, xmlPair{GroupID: p.group, UserID: s.account, Description: p.description})
 		}
 	}
 	return itemsOf(out)
@@ -856,7 +859,7 @@ func permissions(p *params) ([]permission, *apiError) {
 		n := 0
 		for _, r := range ip.list("IpRanges") {
 			pm := base
-			pm.cidr = r.str("CidrIp")
+			pm.cidr, pm.description = r.str("CidrIp"), r.str("Description")
 			if _, err := netip.ParsePrefix(pm.cidr); err != nil {
 				return nil, errCode("InvalidParameterValue", "CIDR block %s is malformed", pm.cidr)
 			}
@@ -864,7 +867,7 @@ func permissions(p *params) ([]permission, *apiError) {
 		}
 		for _, r := range ip.list("Ipv6Ranges") {
 			pm := base
-			pm.cidr6 = r.str("CidrIpv6")
+			pm.cidr6, pm.description = r.str("CidrIpv6"), r.str("Description")
 			if _, err := netip.ParsePrefix(pm.cidr6); err != nil {
 				return nil, errCode("InvalidParameterValue", "CIDR block %s is malformed", pm.cidr6)
 			}
@@ -872,7 +875,7 @@ func permissions(p *params) ([]permission, *apiError) {
 		}
 		for _, g := range ip.list("Groups") {
 			pm := base
-			pm.group = g.str("GroupId")
+			pm.group, pm.description = g.str("GroupId"), g.str("Description")
 			out, n = append(out, pm), n+1
 		}
 		if n == 0 {

@@ -297,7 +297,7 @@ func TestEC2SecurityGroups(t *testing.T) {
 	}
 	perm := []ec2types.IpPermission{{
 		IpProtocol: aws.String("tcp"), FromPort: aws.Int32(80), ToPort: aws.Int32(80),
-		IpRanges:   []ec2types.IpRange{{CidrIp: aws.String("192.0.2.0/24")}, {CidrIp: aws.String("198.51.100.7/32")}},
+		IpRanges:   []ec2types.IpRange{{CidrIp: aws.String("192.0.2.0/24")}, {CidrIp: aws.String("198.51.100.7/32"), Description: aws.String("kubernetes.io/rule/nlb/client=a1")}},
 		Ipv6Ranges: []ec2types.Ipv6Range{{CidrIpv6: aws.String("2001:db8::/32")}},
 	}, {
 		IpProtocol: aws.String("icmp"), FromPort: aws.Int32(3), ToPort: aws.Int32(4),
@@ -328,6 +328,10 @@ func TestEC2SecurityGroups(t *testing.T) {
 	tcp := g.IpPermissions[0]
 	if aws.ToString(tcp.IpProtocol) != "tcp" || aws.ToInt32(tcp.FromPort) != 80 || aws.ToInt32(tcp.ToPort) != 80 || len(tcp.IpRanges) != 2 || aws.ToString(tcp.Ipv6Ranges[0].CidrIpv6) != "2001:db8::/32" {
 		t.Errorf("the tcp rule %+v", tcp)
+	}
+	// The CCM finds a Network Load Balancer's rules by their descriptions.
+	if len(tcp.IpRanges) == 2 && (aws.ToString(tcp.IpRanges[1].Description) != "kubernetes.io/rule/nlb/client=a1" || tcp.IpRanges[0].Description != nil) {
+		t.Errorf("descriptions of the tcp rule's ranges: %q, %q", aws.ToString(tcp.IpRanges[0].Description), aws.ToString(tcp.IpRanges[1].Description))
 	}
 	byName, err := s.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{{Name: aws.String("group-name"), Values: []string{"k8s-elb-a1"}}, {Name: aws.String("vpc-id"), Values: []string{s.cloud.st.vpcID}}}})
 	if err != nil || len(byName.SecurityGroups) != 1 {

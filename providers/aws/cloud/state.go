@@ -107,13 +107,16 @@ type routeTable struct {
 }
 
 // permission is one ingress rule of a security group: a protocol and port
-// range from either a CIDR (IPv4 or IPv6) or another group.
+// range from either a CIDR (IPv4 or IPv6) or another group. Its
+// description is no part of what makes it the rule it is (key), as in EC2:
+// the CCM finds its Network Load Balancers' rules by their descriptions.
 type permission struct {
-	protocol string // tcp, udp, icmp, or -1
-	from, to int32
-	cidr     string
-	cidr6    string
-	group    string
+	protocol    string // tcp, udp, icmp, or -1
+	from, to    int32
+	cidr        string
+	cidr6       string
+	group       string
+	description string
 }
 
 func (p permission) key() string {

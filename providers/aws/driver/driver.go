@@ -5,7 +5,8 @@
 // It reads the cloud through the AWS APIs, with aws-sdk-go-v2, as a
 // driver for real AWS would: instances by DescribeInstances, load
 // balancers by DescribeLoadBalancers and their security groups' ingress
-// rules, routes by DescribeRouteTables, and makes and deletes routes with
+// rules (Network Load Balancers by their listeners, target groups and the
+// nodes' rules for them: nlb.go), routes by DescribeRouteTables, and makes and deletes routes with
 // CreateRoute and DeleteRoute. It reports each Instance field as the CCM
 // derives it from the same instance (mapping.go). What the APIs cannot do
 // for a test (an instance named like a node; its addresses; faults; the
@@ -35,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/aws/awsctl"
 	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
@@ -118,6 +120,7 @@ type driver struct {
 	cfg     *config
 	ec2     *ec2.Client
 	elb     *elb.Client
+	elbv2   *elbv2.Client
 	control *awsctl.Client // nil without $AWS_CONTROL_SOCKET
 }
 
@@ -152,6 +155,11 @@ func run(ctx context.Context, name string, v verb, request []byte, getenv func(s
 	})
 	d.elb = elb.NewFromConfig(awsCfg, func(o *elb.Options) {
 		if u := d.cfg.endpoints[elb.ServiceID]; u != "" {
+			o.BaseEndpoint = aws.String(u)
+		}
+	})
+	d.elbv2 = elbv2.NewFromConfig(awsCfg, func(o *elbv2.Options) {
+		if u := d.cfg.endpoints[elbv2.ServiceID]; u != "" {
 			o.BaseEndpoint = aws.String(u)
 		}
 	})

@@ -15,6 +15,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/ccm-conformance/ccm-conformance/providers/aws/cloud"
 	"github.com/ccm-conformance/ccm-conformance/providers/driverproto"
@@ -288,5 +290,90 @@ func TestReadConfig(t *testing.T) {
 	os.WriteFile(bad, []byte("[Global]\nVPC = vpc-1\n"), 0o600)
 	if _, err := readConfig(bad); err == nil {
 		t.Error("a config without Zone and KubernetesClusterID was accepted")
+	}
+}
+
+// TestDriverReadsNetworkLoadBalancers: a Network Load Balancer made as the
+// CCM makes one for a Local Service with a source range (a target group
+// on the node port, health-checked over HTTP on the health check node
+// port; the client range as a rule on the nodes' group, described for the
+// load balancer) is reported under the Service's load balancer name, with
+// the target group's port as the node port, and listed with the Service
+// its tag names.
+func TestDriverReadsNetworkLoadBalancers(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := cloud.New(cloud.Options{})
+	srv, err := cloud.Serve(c, cloud.ServeOptions{Listen: "127.0.0.1:0", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	env := map[string]string{ConfigEnv: filepath.Join(dir, cloud.CloudConfigFile), ControlEnv: filepath.Join(dir, cloud.ControlSocket)}
+	out, code, stderr := call(t, env, "instance create", driverproto.CreateInstanceRequest{Name: "node-a"})
+	if code != 0 {
+		t.Fatalf("instance create: %s", stderr)
+	}
+	a := decodeField[driverproto.Instance](t, out, "instance")
+	call(t, env, "instance create", driverproto.CreateInstanceRequest{Name: "node-b"})
+
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIACCM", "x", "")}
+	e := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	v2 := elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	uid := "5c1f2a3b-4d5e-6f70-8192-a3b4c5d6e7f8"
+	name := loadBalancerName(uid)
+	subnets, _ := e.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	created, err := v2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: elbv2types.LoadBalancerTypeEnumNetwork,
+		SubnetMappings: []elbv2types.SubnetMapping{{SubnetId: subnets.Subnets[0].SubnetId}}, SecurityGroups: []string{},
+		Tags: []elbv2types.Tag{{Key: aws.String("kubernetes.io/service-name"), Value: aws.String("ns/web")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := v2.CreateTargetGroup(ctx, &elbv2.CreateTargetGroupInput{Name: aws.String("k8s-ns-web-0123456789"), Protocol: elbv2types.ProtocolEnumTcp,
+		Port: aws.Int32(30080), VpcId: subnets.Subnets[0].VpcId, TargetType: elbv2types.TargetTypeEnumInstance,
+		HealthCheckProtocol: elbv2types.ProtocolEnumHttp, HealthCheckPort: aws.String("32111"), HealthCheckPath: aws.String("/healthz")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: tg.TargetGroups[0].TargetGroupArn,
+		Targets: []elbv2types.TargetDescription{{Id: aws.String(a.ID), Port: aws.Int32(30080)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.CreateListener(ctx, &elbv2.CreateListenerInput{LoadBalancerArn: created.LoadBalancers[0].LoadBalancerArn, Port: aws.Int32(80),
+		Protocol: elbv2types.ProtocolEnumTcp, DefaultActions: []elbv2types.Action{{Type: elbv2types.ActionTypeEnumForward, TargetGroupArn: tg.TargetGroups[0].TargetGroupArn}}}); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := e.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{})
+	if err != nil || len(groups.SecurityGroups) != 1 {
+		t.Fatalf("the nodes' group: %v %+v", err, groups)
+	}
+	if _, err := e.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: groups.SecurityGroups[0].GroupId, IpPermissions: []ec2types.IpPermission{
+		{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(30080), ToPort: aws.Int32(30080), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("203.0.113.0/24"), Description: aws.String("kubernetes.io/rule/nlb/client=" + name)}}},
+		{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(30080), ToPort: aws.Int32(30080), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("10.0.0.0/24"), Description: aws.String("kubernetes.io/rule/nlb/health=" + name)}}},
+		{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(30081), ToPort: aws.Int32(30081), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("198.51.100.0/24"), Description: aws.String("kubernetes.io/rule/nlb/client=aother")}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code, stderr = call(t, env, "loadbalancer get", map[string]string{"namespace": "ns", "name": "web", "uid": uid})
+	if code != 0 {
+		t.Fatalf("loadbalancer get: %s", stderr)
+	}
+	lb := decodeField[driverproto.LoadBalancer](t, out, "loadBalancer")
+	if !lb.Exists || lb.Name != name || lb.Ingress[0].Hostname != aws.ToString(created.LoadBalancers[0].DNSName) ||
+		len(lb.Ports) != 1 || lb.Ports[0] != (driverproto.Port{Protocol: "TCP", Port: 80, NodePort: 30080}) ||
+		strings.Join(lb.Backends, ",") != "node-a" || strings.Join(lb.SourceRanges, ",") != "203.0.113.0/24" || lb.HealthCheckNodePort != 32111 {
+		t.Errorf("loadbalancer get: %+v", lb)
+	}
+	out, _, _ = call(t, env, "loadbalancers list", struct{}{})
+	if list := decodeField[[]driverproto.LoadBalancer](t, out, "loadBalancers"); len(list) != 1 || list[0].Name != name || list[0].ServiceNamespace != "ns" || list[0].ServiceName != "web" {
+		t.Errorf("loadbalancers list: %+v", list)
+	}
+	if _, err := v2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: created.LoadBalancers[0].LoadBalancerArn}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = call(t, env, "loadbalancer get", map[string]string{"namespace": "ns", "name": "web", "uid": uid})
+	if lb := decodeField[driverproto.LoadBalancer](t, out, "loadBalancer"); lb.Exists {
+		t.Errorf("after DeleteLoadBalancer: %+v", lb)
 	}
 }

@@ -152,7 +152,20 @@ func (d *driver) getLoadBalancer(ctx context.Context, request []byte) (any, erro
 	out, err := d.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{name}})
 	var missing *elbtypes.AccessPointNotFoundException
 	if errors.As(err, &missing) {
-		return map[string]any{"loadBalancer": driverproto.LoadBalancer{Exists: false, Name: name, Ingress: []driverproto.Ingress{}, Ports: []driverproto.Port{}, Backends: []string{}, SourceRanges: []string{}}}, nil
+		// No classic load balancer: a Network Load Balancer, if the
+		// Service asked for one.
+		nlb, err := d.networkLoadBalancer(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if nlb == nil {
+			return map[string]any{"loadBalancer": driverproto.LoadBalancer{Exists: false, Name: name, Ingress: []driverproto.Ingress{}, Ports: []driverproto.Port{}, Backends: []string{}, SourceRanges: []string{}}}, nil
+		}
+		lb, err := d.fromNetworkLoadBalancer(ctx, nlb)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"loadBalancer": lb}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -183,6 +196,17 @@ func (d *driver) listLoadBalancers(ctx context.Context, _ []byte) (any, error) {
 			continue
 		}
 		lb, err := d.toLoadBalancer(ctx, &all[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lb)
+	}
+	nlbs, err := d.networkLoadBalancers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range nlbs {
+		lb, err := d.fromNetworkLoadBalancer(ctx, &nlbs[i])
 		if err != nil {
 			return nil, err
 		}
