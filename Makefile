@@ -42,6 +42,10 @@ conformance-vsphere: build ## The vSphere CCM, built unmodified from k8s.io/clou
 conformance-aws: build ## The AWS CCM, built unmodified from k8s.io/cloud-provider-aws on first use (about 8 minutes, then cached), against the project's EC2 and ELB emulator on the local cluster; red while docs/findings.md has a finding (docs/providers.md)
 	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/aws.yaml scripts/conformance.sh
 
+.PHONY: conformance-aws-nlb
+conformance-aws-nlb: build ## The AWS CCM as conformance-aws, with every LoadBalancer Service annotated for a Network Load Balancer (providers/profiles/aws-nlb.yaml, docs/providers.md)
+	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/aws-nlb.yaml scripts/conformance.sh
+
 .PHONY: test
 test: ## Unit and integration tests (builds the local cluster's binaries on first use)
 	@scripts/test.sh

@@ -89,6 +89,64 @@ func TestIntegrationAWSFindings(t *testing.T) {
 	}
 }
 
+// The same CCM with aws-nlb.yaml, whose annotation makes every load
+// balancer a Network Load Balancer: the load balancer and leader migration
+// suites (label LoadBalancer; the node and route suites take no load
+// balancer and run in TestIntegrationAWSFindings). The one finding is F2,
+// which the NLB path shares with the classic one; traffic and source ranges
+// go through the emulator's NLBs (target groups, the nodes' security group
+// rules the CCM writes), and the emulator's log shows only NLBs carrying
+// traffic.
+func TestIntegrationAWSNLBFindings(t *testing.T) {
+	skipUnlessIntegration(t)
+	artifacts := t.TempDir()
+	profile := testbin.AWSNLBProfile(t, t.TempDir(), binDir, nil)
+	const label = "LoadBalancer"
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts, "--label-filter", label)
+	if res.code != 1 {
+		t.Errorf("exit code %d, want 1 (the findings fail)\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 60), tail(res.stderr, 20))
+	}
+	passed := findingsCheck{
+		findings:    map[string]string{"F2": awsFindings["F2"]},
+		skipOK:      func(reason string) bool { return strings.Contains(reason, "(run it on kind)") },
+		labelFilter: label,
+		mustPass: []string{
+			"delivers TCP traffic sent to the ingress to a backend",
+			"admits clients inside loadBalancerSourceRanges and turns away the rest",
+			"health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local",
+			"takes the migration lease once its holder stops, and the pending Service gets its load balancer",
+		},
+	}.check(t, artifacts)
+	if passed < 18 {
+		t.Errorf("%d specs passed, want the load balancer and leader migration specs (at least 18)", passed)
+	}
+	emulatorLogs, err := filepath.Glob(filepath.Join(artifacts, "artifacts", "logs", "*", "service-ec2.log"))
+	if err != nil || len(emulatorLogs) == 0 {
+		t.Fatalf("the emulator's logs: %v %v", emulatorLogs, err)
+	}
+	var all strings.Builder
+	for _, l := range emulatorLogs {
+		data, _ := os.ReadFile(l)
+		all.Write(data)
+	}
+	// The data path logs each target's health by the load balancer's
+	// kind: every one here must be a Network Load Balancer's.
+	inService := 0
+	for _, line := range strings.Split(all.String(), "\n") {
+		if !strings.Contains(line, " InService ") {
+			continue
+		}
+		inService++
+		if !strings.Contains(line, "network load balancer ") {
+			t.Errorf("a classic load balancer carried traffic despite the annotation: %s", line)
+		}
+	}
+	if inService == 0 {
+		t.Error("the emulator's logs show no target InService: no Network Load Balancer carried traffic")
+	}
+	checkMetadata(t, artifacts, map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-aws@v1.37.1"})
+}
+
 // logsShow reports whether a CCM log of the run holds text.
 func logsShow(t *testing.T, artifacts, text string) bool {
 	t.Helper()

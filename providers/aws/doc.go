@@ -9,10 +9,11 @@
 //
 // # What is here
 //
-//   - cloud, cmd/aws-cloud: the emulator. EC2 (API version 2016-11-15)
-//     and classic Elastic Load Balancing (2012-06-01) over their Query
-//     protocols on one HTTP port, told apart by the Version parameter.
-//     Every method of the CCM's iface.EC2 and ELB interfaces is served;
+//   - cloud, cmd/aws-cloud: the emulator. EC2 (API version 2016-11-15),
+//     classic Elastic Load Balancing (2012-06-01) and Elastic Load
+//     Balancing v2 (2015-12-01) over their Query protocols on one HTTP
+//     port, told apart by the Version parameter. Every method of the
+//     CCM's iface.EC2, ELB and ELBV2 interfaces is served;
 //     cloud.TestIntegrationOperationsCoverTheCCM reads those interfaces
 //     from the CCM's module source at the profile's version and fails
 //     when one is missing. The wire format is tested by round trips
@@ -92,11 +93,21 @@
 // loadBalancer.ingressNameserver points the harness's probes at it.
 // Listeners of every protocol are carried as TCP; no TLS is terminated.
 //
+// Network Load Balancers (Elastic Load Balancing v2, cloud/elbv2.go), which
+// the CCM makes for a Service annotated
+// service.beta.kubernetes.io/aws-load-balancer-type: nlb
+// (profiles/aws-nlb.yaml): load balancers, instance target groups with
+// their health checks and attributes, targets, listeners forwarding to a
+// group, tags. The data path serves each listener at the load balancer's
+// address and forwards to the group's healthy targets; the client's
+// address reaches the instance, so the instance's own security groups
+// admit it or drop it, and the health checks, which come from the load
+// balancer's address in each of its subnets, likewise.
+//
 // # What is left out
 //
-// Network Load Balancers (ELBv2) and KMS: the CCM calls them only for
-// Services annotated for an NLB or an encrypted listener, which no spec
-// makes. Classic load balancers carry no UDP.
+// KMS: the CCM calls it only for a Service annotated for an encrypted
+// listener, which no spec makes. Classic load balancers carry no UDP.
 //
 // Floor: a provider. Like a provider's own repository, it links no package
 // of this repository outside providers/, the driver SDK included: its

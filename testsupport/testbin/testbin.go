@@ -54,6 +54,14 @@ func AWSProfile(t testing.TB, dir, binDir string, mutate func(string) string) st
 	return writeProfile(t, "aws.yaml", dir, binDir, nil, mutate)
 }
 
+// AWSNLBProfile is AWSProfile for providers/profiles/aws-nlb.yaml: the
+// AWS CCM with every LoadBalancer Service annotated for a Network Load
+// Balancer.
+func AWSNLBProfile(t testing.TB, dir, binDir string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, "aws-nlb.yaml", dir, binDir, nil, mutate)
+}
+
 // VSphereProfile writes a copy of providers/profiles/vsphere.yaml into dir
 // whose bin/ paths point into binDir, mutate (if not nil) applied to the
 // text, and returns its path.

@@ -54,6 +54,9 @@ type lbView struct {
 	// health checks' verdicts are written back to the group, where
 	// DescribeTargetHealth reads them.
 	targetGroup string
+	// label names it in the log: "load balancer NAME", or "network load
+	// balancer NAME, listener PORT".
+	label string
 }
 
 type target struct {
@@ -79,7 +82,7 @@ func (s *state) dataPathViews() map[string]lbView {
 		if !lb.addr.IsValid() {
 			continue
 		}
-		v := lbView{addr: lb.addr, ports: map[int32]int32{}}
+		v := lbView{addr: lb.addr, ports: map[int32]int32{}, label: "load balancer " + name}
 		for _, l := range lb.listeners {
 			v.ports[l.port] = l.instancePort
 		}
@@ -102,7 +105,8 @@ func (s *state) dataPathViews() map[string]lbView {
 		if lb == nil || lb.arn != l.lbARN || !lb.addr.IsValid() || tg == nil {
 			continue
 		}
-		v := lbView{addr: lb.addr, ports: map[int32]int32{l.port: tg.port}, targetGroup: tg.arn}
+		v := lbView{addr: lb.addr, ports: map[int32]int32{l.port: tg.port}, targetGroup: tg.arn,
+			label: fmt.Sprintf("network load balancer %s, listener %d", lb.name, l.port)}
 		zones := s.subnetZones(lb.subnets)
 		var healthFrom []netip.Addr
 		for _, id := range lb.subnets {
@@ -297,7 +301,7 @@ func (dp *dataPlane) sync() {
 			ln, err := net.Listen("tcp", at)
 			if err != nil {
 				if !rt.unbound[port] {
-					dp.logf("load balancer %s: cannot serve listener %s: %v", name, at, err)
+					dp.logf("%s: cannot serve listener %s: %v", v.label, at, err)
 					rt.unbound[port] = true
 				}
 				continue
@@ -424,6 +428,7 @@ func (dp *dataPlane) untrack(name string, c net.Conn) {
 func (dp *dataPlane) checkHealth(ctx context.Context) {
 	type check struct {
 		lb, id      string
+		label       string
 		targetGroup string
 		port        int32
 		hc          healthCheck
@@ -434,7 +439,7 @@ func (dp *dataPlane) checkHealth(ctx context.Context) {
 	dp.mu.Lock()
 	for name, rt := range dp.lbs {
 		for _, t := range rt.view.targets {
-			checks = append(checks, &check{lb: name, id: t.id, targetGroup: rt.view.targetGroup, port: t.port, hc: t.hc, addr: t.addr, allowed: t.healthAllowed})
+			checks = append(checks, &check{lb: name, label: rt.view.label, id: t.id, targetGroup: rt.view.targetGroup, port: t.port, hc: t.hc, addr: t.addr, allowed: t.healthAllowed})
 		}
 	}
 	dp.mu.Unlock()
@@ -477,10 +482,10 @@ func (dp *dataPlane) checkHealth(ctx context.Context) {
 		switch {
 		case !h.inService && h.passes >= max(c.hc.healthy, 1):
 			h.inService, h.decided = true, true
-			dp.logf("load balancer %s: instance %s InService (%s passed %d times)", c.lb, c.id, c.hc.target, h.passes)
+			dp.logf("%s: instance %s InService (%s passed %d times)", c.label, c.id, c.hc.target, h.passes)
 		case (h.inService || !h.decided) && h.fails >= max(c.hc.unhealthy, 1):
 			h.inService, h.decided = false, true
-			dp.logf("load balancer %s: instance %s OutOfService (%s failed %d times)", c.lb, c.id, c.hc.target, h.fails)
+			dp.logf("%s: instance %s OutOfService (%s failed %d times)", c.label, c.id, c.hc.target, h.fails)
 		default:
 			continue
 		}
