@@ -34,8 +34,14 @@ const (
 	NodeLifecycle Capability = "NodeLifecycle"
 	// LoadBalancer: the CCM provisions Services of type LoadBalancer.
 	LoadBalancer Capability = "LoadBalancer"
-	// LoadBalancerUDP: load balancers carry UDP ports, also mixed with TCP.
+	// LoadBalancerUDP: load balancers carry UDP ports.
 	LoadBalancerUDP Capability = "LoadBalancerUDP"
+	// LoadBalancerMixedProtocol: one load balancer carries a Service's TCP
+	// and UDP ports together. Upstream lets a CCM refuse such a Service
+	// (KEP-1435, sig-network/1435-mixed-protocol-lb: the cloud provider
+	// need not accept it, only handle it; the AWS and GCE CCMs answer
+	// "mixed protocol is not supported"), so it is a capability of its own.
+	LoadBalancerMixedProtocol Capability = "LoadBalancerMixedProtocol"
 	// LoadBalancerSourceRanges: loadBalancerSourceRanges reach the cloud.
 	LoadBalancerSourceRanges Capability = "LoadBalancerSourceRanges"
 	// LoadBalancerHealthCheckNodePort: for a Service with
@@ -63,7 +69,8 @@ var knownCapabilities = map[Capability]string{
 	DualStack:                       "dual-stack nodes",
 	NodeLifecycle:                   "deleting and tainting nodes of gone or stopped instances",
 	LoadBalancer:                    "Services of type LoadBalancer",
-	LoadBalancerUDP:                 "UDP and mixed-protocol load balancers",
+	LoadBalancerUDP:                 "UDP load balancers",
+	LoadBalancerMixedProtocol:       "TCP and UDP ports of one Service in one load balancer",
 	LoadBalancerSourceRanges:        "loadBalancerSourceRanges",
 	LoadBalancerHealthCheckNodePort: "health checks of healthCheckNodePort for externalTrafficPolicy Local",
 	LoadBalancerSessionAffinity:     "one client to one node for sessionAffinity ClientIP",

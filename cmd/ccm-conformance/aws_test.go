@@ -115,6 +115,8 @@ func TestIntegrationAWSNLBFindings(t *testing.T) {
 			"admits clients inside loadBalancerSourceRanges and turns away the rest",
 			"health-checks the Service's healthCheckNodePort when externalTrafficPolicy is Local",
 			"takes the migration lease once its holder stops, and the pending Service gets its load balancer",
+			"carries UDP ports",
+			"delivers UDP traffic sent to the ingress to a backend",
 		},
 	}.check(t, artifacts)
 	if passed < 18 {

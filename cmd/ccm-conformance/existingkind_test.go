@@ -40,7 +40,7 @@ cloudDriver:
   env:
     REFERENCE_CLOUD_ENDPOINT: %s
     CLOUD_TOKEN: ${env:CCM_TEST_CLOUD_TOKEN}
-capabilities: [InstancesV2, Zones, NodeLifecycle, LoadBalancer, LoadBalancerUDP, LoadBalancerSourceRanges, LoadBalancerHealthCheckNodePort, DataPath, Routes]
+capabilities: [InstancesV2, Zones, NodeLifecycle, LoadBalancer, LoadBalancerUDP, LoadBalancerMixedProtocol, LoadBalancerSourceRanges, LoadBalancerHealthCheckNodePort, DataPath, Routes]
 cluster:
   clusterCIDRs: [10.244.0.0/16]
   podRoutes: cloud

@@ -214,6 +214,26 @@ func TestListShowsLabelsAndSkips(t *testing.T) {
 	if !strings.Contains(res.stdout, "sets each node's providerID to its instance's [InstancesV2, ReleaseBlocking]\n") {
 		t.Errorf("list does not show a runnable spec unmarked:\n%s", res.stdout)
 	}
+
+	// UDP without mixed protocols, as the AWS CCM's NLBs: upstream lets a
+	// CCM refuse a Service with TCP and UDP ports (KEP-1435), so only the
+	// mixed spec needs LoadBalancerMixedProtocol; the UDP specs run.
+	udpOnly := referenceProfile(t, t.TempDir(), nil, func(s string) string {
+		return strings.Replace(s, "  - LoadBalancerMixedProtocol\n", "", 1)
+	})
+	res = runHarness(t, nil, "list", "--provider", udpOnly)
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{
+		"carries TCP and UDP ports of one Service together [LoadBalancer, LoadBalancerUDP, LoadBalancerMixedProtocol] (skipped: missing LoadBalancerMixedProtocol)\n",
+		"carries UDP ports [LoadBalancer, LoadBalancerUDP, ReleaseBlocking]\n",
+		"delivers UDP traffic sent to the ingress to a backend [LoadBalancer, DataPath, LoadBalancerUDP]\n",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("list without LoadBalancerMixedProtocol lacks %q:\n%s", want, res.stdout)
+		}
+	}
 }
 
 // list --backend foresees a run on that backend and judges it by the

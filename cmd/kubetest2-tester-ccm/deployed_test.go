@@ -90,7 +90,7 @@ cloudDriver:
   command: [%s]
   env:
     REFERENCE_CLOUD_ENDPOINT: unix://%s
-capabilities: [InstancesV2, Zones, LoadBalancer, LoadBalancerUDP, LoadBalancerSourceRanges, Routes]
+capabilities: [InstancesV2, Zones, LoadBalancer, LoadBalancerUDP, LoadBalancerMixedProtocol, LoadBalancerSourceRanges, Routes]
 timeouts:
   pollInterval: 250ms
   loadBalancerCreate: 30s

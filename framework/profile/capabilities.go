@@ -17,6 +17,7 @@ const (
 	NodeLifecycle                   = labels.NodeLifecycle
 	LoadBalancer                    = labels.LoadBalancer
 	LoadBalancerUDP                 = labels.LoadBalancerUDP
+	LoadBalancerMixedProtocol       = labels.LoadBalancerMixedProtocol
 	LoadBalancerSourceRanges        = labels.LoadBalancerSourceRanges
 	LoadBalancerHealthCheckNodePort = labels.LoadBalancerHealthCheckNodePort
 	LoadBalancerSessionAffinity     = labels.LoadBalancerSessionAffinity

@@ -596,7 +596,7 @@ func declare(f *framework.Framework) {
 			l.expectCloudMatches(ctx, "dns", profile.LoadBalancerCreate)
 		})
 
-		It("carries TCP and UDP ports of one Service together", Label(string(profile.LoadBalancerUDP)), func(ctx SpecContext) {
+		It("carries TCP and UDP ports of one Service together", Label(string(profile.LoadBalancerUDP), string(profile.LoadBalancerMixedProtocol)), func(ctx SpecContext) {
 			f.RequireDriverVerbs(clouddriver.VerbLoadBalancerGet)
 			l.create(ctx, "mixed", func(s *corev1.Service) {
 				s.Spec.Ports = []corev1.ServicePort{

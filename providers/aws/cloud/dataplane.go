@@ -57,6 +57,10 @@ type lbView struct {
 	// label names it in the log: "load balancer NAME", or "network load
 	// balancer NAME, listener PORT".
 	label string
+	// tcp and udp say which transports its listeners carry: a classic
+	// load balancer's, TCP; a Network Load Balancer listener's, its
+	// protocol's (TCP and TLS: TCP; UDP; TCP_UDP: both).
+	tcp, udp bool
 }
 
 type target struct {
@@ -82,7 +86,7 @@ func (s *state) dataPathViews() map[string]lbView {
 		if !lb.addr.IsValid() {
 			continue
 		}
-		v := lbView{addr: lb.addr, ports: map[int32]int32{}, label: "load balancer " + name}
+		v := lbView{addr: lb.addr, ports: map[int32]int32{}, label: "load balancer " + name, tcp: true}
 		for _, l := range lb.listeners {
 			v.ports[l.port] = l.instancePort
 		}
@@ -106,7 +110,8 @@ func (s *state) dataPathViews() map[string]lbView {
 			continue
 		}
 		v := lbView{addr: lb.addr, ports: map[int32]int32{l.port: tg.port}, targetGroup: tg.arn,
-			label: fmt.Sprintf("network load balancer %s, listener %d", lb.name, l.port)}
+			label: fmt.Sprintf("network load balancer %s, listener %d", lb.name, l.port),
+			tcp:   l.protocol != "UDP", udp: l.protocol == "UDP" || l.protocol == "TCP_UDP"}
 		zones := s.subnetZones(lb.subnets)
 		var healthFrom []netip.Addr
 		for _, id := range lb.subnets {
@@ -131,7 +136,7 @@ func (s *state) dataPathViews() map[string]lbView {
 			}
 			x.hc = healthCheck{target: fmt.Sprintf("%s:%d%s", tg.health.protocol, hcPort, tg.health.path),
 				timeout: tg.health.timeout, healthy: tg.health.healthy, unhealthy: tg.health.unhealthy}
-			x.healthAllowed = slices.ContainsFunc(healthFrom, func(src netip.Addr) bool { return admits(x.rules, hcPort, src) })
+			x.healthAllowed = slices.ContainsFunc(healthFrom, func(src netip.Addr) bool { return admits(x.rules, "tcp", hcPort, src) })
 			v.targets = append(v.targets, x)
 		}
 		views[l.arn] = v
@@ -170,16 +175,18 @@ func (s *state) setTargetHealth(tgARN string, t v2Target, healthy bool) {
 	}
 }
 
-// admits reports whether security group rules let a TCP client from src
-// reach port: a rule for all protocols or for TCP over a port range that
-// holds port, from a CIDR that holds src. Rules naming a source group
-// admit only instances of that group, and a client is none.
-func admits(rules []permission, port int32, src netip.Addr) bool {
+// admits reports whether security group rules let a client from src
+// reach port over protocol (tcp or udp): a rule for all protocols, or for
+// that protocol over a port range that holds port, from a CIDR that holds
+// src. Rules naming a source group admit only instances of that group, and
+// a client is none.
+func admits(rules []permission, protocol string, port int32, src netip.Addr) bool {
 	src = src.Unmap()
+	number := map[string]string{"tcp": "6", "udp": "17"}[protocol]
 	for _, r := range rules {
 		switch r.protocol {
 		case "-1", "all":
-		case "tcp", "6":
+		case protocol, number:
 			if port < r.from || port > r.to {
 				continue
 			}
@@ -213,6 +220,7 @@ type lbRuntime struct {
 	name      string
 	view      lbView
 	listeners map[int32]net.Listener
+	packets   map[int32]*udpListener
 	unbound   map[int32]bool // ports whose bind failed, logged once
 	health    map[string]*healthState
 	next      int // round-robin counter
@@ -283,18 +291,27 @@ func (dp *dataPlane) sync() {
 	for name, v := range views {
 		rt := dp.lbs[name]
 		if rt == nil {
-			rt = &lbRuntime{name: name, listeners: map[int32]net.Listener{}, unbound: map[int32]bool{}, health: map[string]*healthState{}, conns: map[net.Conn]bool{}}
+			rt = &lbRuntime{name: name, listeners: map[int32]net.Listener{}, packets: map[int32]*udpListener{}, unbound: map[int32]bool{}, health: map[string]*healthState{}, conns: map[net.Conn]bool{}}
 			dp.lbs[name] = rt
 		}
 		rt.view = v
 		for port, ln := range rt.listeners {
-			if _, ok := v.ports[port]; !ok {
+			if _, ok := v.ports[port]; !ok || !v.tcp {
 				_ = ln.Close()
 				delete(rt.listeners, port)
 			}
 		}
+		for port, u := range rt.packets {
+			if _, ok := v.ports[port]; !ok || !v.udp {
+				u.close()
+				delete(rt.packets, port)
+			}
+		}
 		for port := range v.ports {
-			if rt.listeners[port] != nil {
+			if v.udp && rt.packets[port] == nil {
+				dp.listenUDP(name, rt, port)
+			}
+			if !v.tcp || rt.listeners[port] != nil {
 				continue
 			}
 			at := netip.AddrPortFrom(v.addr, uint16(port)).String()
@@ -323,6 +340,10 @@ func (rt *lbRuntime) close() {
 		_ = ln.Close()
 		delete(rt.listeners, port)
 	}
+	for port, u := range rt.packets {
+		u.close()
+		delete(rt.packets, port)
+	}
 	for c := range rt.conns {
 		_ = c.Close()
 	}
@@ -348,7 +369,7 @@ func (dp *dataPlane) forward(name string, port int32, client net.Conn) {
 	if a, ok := client.RemoteAddr().(*net.TCPAddr); ok {
 		src = a.AddrPort().Addr()
 	}
-	to, admitted := dp.pick(name, port, src, client)
+	to, admitted := dp.pick(name, "tcp", port, src, client)
 	if !admitted {
 		// The security group drops the client's packets: it hears
 		// nothing until it gives up.
@@ -372,8 +393,9 @@ func (dp *dataPlane) forward(name string, port int32, client net.Conn) {
 
 // pick admits or turns away a client of a load balancer's port and, when
 // admitted, chooses the next InService target round-robin (the zero
-// AddrPort when there is none) and tracks the client's connection.
-func (dp *dataPlane) pick(name string, port int32, src netip.Addr, client net.Conn) (to netip.AddrPort, admitted bool) {
+// AddrPort when there is none) and tracks the client's connection (a TCP
+// client's; UDP's are the caller's).
+func (dp *dataPlane) pick(name, protocol string, port int32, src netip.Addr, client net.Conn) (to netip.AddrPort, admitted bool) {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	rt := dp.lbs[name]
@@ -381,32 +403,36 @@ func (dp *dataPlane) pick(name string, port int32, src netip.Addr, client net.Co
 		return netip.AddrPort{}, false
 	}
 	nlb := rt.view.targetGroup != ""
-	if !nlb && !admits(rt.view.rules, port, src) {
+	if !nlb && !admits(rt.view.rules, protocol, port, src) {
 		return netip.AddrPort{}, false
 	}
 	instancePort, ok := rt.view.ports[port]
 	var in []target
 	for _, t := range rt.view.targets {
 		if h := rt.health[t.id]; h != nil && h.inService {
-			if t.port != 0 {
-				instancePort = t.port
-			}
 			in = append(in, t)
 		}
 	}
 	if nlb {
+		// A Network Load Balancer whose targets all fail their health
+		// checks fails open, as AWS documents: it sends to every target.
+		if len(in) == 0 {
+			in = rt.view.targets
+		}
 		// The client's packets reach the instance: its security groups
 		// drop them unless a rule lets them in.
-		allInService := in
-		in = slices.DeleteFunc(slices.Clone(in), func(t target) bool { return !admits(t.rules, t.port, src) })
-		if len(allInService) > 0 && len(in) == 0 {
+		candidates := in
+		in = slices.DeleteFunc(slices.Clone(in), func(t target) bool { return !admits(t.rules, protocol, t.port, src) })
+		if len(candidates) > 0 && len(in) == 0 {
 			return netip.AddrPort{}, false
 		}
 	}
 	if len(in) == 0 || !ok {
 		return netip.AddrPort{}, true
 	}
-	rt.conns[client] = true
+	if client != nil {
+		rt.conns[client] = true
+	}
 	t := in[rt.next%len(in)]
 	rt.next++
 	if t.port != 0 {

@@ -33,6 +33,11 @@ func TestAdmits(t *testing.T) {
 		{protocol: "icmp", from: 3, to: 4, cidr: "0.0.0.0/0"},
 		{protocol: "-1", group: "sg-1"},
 	}
+	if !admits([]permission{{protocol: "udp", from: 53, to: 53, cidr: "0.0.0.0/0"}}, "udp", 53, netip.MustParseAddr("127.0.0.1")) ||
+		!admits([]permission{{protocol: "17", from: 53, to: 53, cidr: "0.0.0.0/0"}}, "udp", 53, netip.MustParseAddr("127.0.0.1")) ||
+		admits([]permission{{protocol: "tcp", from: 53, to: 53, cidr: "0.0.0.0/0"}}, "udp", 53, netip.MustParseAddr("127.0.0.1")) {
+		t.Error("UDP clients: a udp (17) rule admits, a tcp one does not")
+	}
 	for _, tt := range []struct {
 		name  string
 		rules []permission
@@ -49,9 +54,10 @@ func TestAdmits(t *testing.T) {
 		{"all protocols from everywhere", []permission{{protocol: "-1", cidr: "0.0.0.0/0"}}, 9, "127.0.0.2", true},
 		{"an IPv4-mapped client", rules, 80, "::ffff:127.0.0.1", true},
 		{"no rules", nil, 80, "127.0.0.1", false},
+		{"a UDP rule admits no TCP", []permission{{protocol: "udp", from: 53, to: 53, cidr: "0.0.0.0/0"}}, 53, "127.0.0.1", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := admits(tt.rules, tt.port, netip.MustParseAddr(tt.src)); got != tt.want {
+			if got := admits(tt.rules, "tcp", tt.port, netip.MustParseAddr(tt.src)); got != tt.want {
 				t.Errorf("admits(port %d, from %s) = %v, want %v", tt.port, tt.src, got, tt.want)
 			}
 		})
@@ -107,12 +113,13 @@ func TestAnswerDNS(t *testing.T) {
 }
 
 // node stands in for a simulated node's kube-proxy: it answers on its
-// instance's private address at a port with the instance's name, and can
-// be stopped and started.
+// instance's private address at a port with the instance's name, over TCP
+// and UDP, and can be stopped and started.
 type node struct {
 	name string
 	at   string
 	ln   net.Listener
+	pc   net.PacketConn
 }
 
 func startNode(t *testing.T, name, at string) *node {
@@ -130,6 +137,21 @@ func (n *node) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.ln = ln
+	pc, err := net.ListenPacket("udp", n.at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.pc = pc
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo([]byte(n.name+"\n"), from)
+		}
+	}()
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -142,7 +164,24 @@ func (n *node) start(t *testing.T) {
 	}()
 }
 
-func (n *node) stop() { _ = n.ln.Close() }
+func (n *node) stop() { _ = n.ln.Close(); _ = n.pc.Close() }
+
+// probeUDP sends a datagram to lbAddr from the address from and reads the
+// answer: the name of the node that got it.
+func probeUDP(lbAddr, from string) (string, error) {
+	c, err := net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(from)}, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(lbAddr)))
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("who\n")); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	return strings.TrimSpace(string(buf[:n])), err
+}
 
 // dataPathRig is an emulator serving on a loopback block of its own, with
 // its DNS server, and three instances (node-a and node-b in us-east-1a,
@@ -445,6 +484,47 @@ func TestIntegrationNetworkLoadBalancerDataPath(t *testing.T) {
 	health(map[string]elbv2types.TargetHealthStateEnum{"node-a": "healthy", "node-b": "healthy", "node-c": "unavailable"})
 	answeredBy(t, lbAddr, "node-a", "node-b")
 	dropped(t, lbAddr, "127.0.0.2")
+
+	// A UDP listener: its group health-checks over TCP on the traffic
+	// port, as the CCM configures one, and the nodes answer; the client
+	// range's rule for UDP lets 127.0.0.1's datagrams in, and no one
+	// else's.
+	udpGroup, err := v2.CreateTargetGroup(ctx, &elbv2.CreateTargetGroupInput{Name: aws.String("k8s-ns-dns-0123456789"), Protocol: elbv2types.ProtocolEnumUdp,
+		Port: aws.Int32(30080), VpcId: subnet.VpcId, TargetType: elbv2types.TargetTypeEnumInstance,
+		HealthCheckProtocol: elbv2types.ProtocolEnumTcp, HealthCheckPort: aws.String("traffic-port"), HealthyThresholdCount: aws.Int32(2), UnhealthyThresholdCount: aws.Int32(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: udpGroup.TargetGroups[0].TargetGroupArn, Targets: targets}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.CreateListener(ctx, &elbv2.CreateListenerInput{LoadBalancerArn: lbARN, Port: aws.Int32(53), Protocol: elbv2types.ProtocolEnumUdp,
+		DefaultActions: []elbv2types.Action{{Type: elbv2types.ActionTypeEnumForward, TargetGroupArn: udpGroup.TargetGroups[0].TargetGroupArn}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.s.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(r.c.st.nodeGroup), IpPermissions: []ec2types.IpPermission{
+		{IpProtocol: aws.String("udp"), FromPort: aws.Int32(30080), ToPort: aws.Int32(30080), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("127.0.0.1/32"), Description: aws.String("kubernetes.io/rule/nlb/client=net")}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	udpAddr := strings.TrimSuffix(lbAddr, ":80") + ":53"
+	seen := map[string]bool{}
+	deadline := time.Now().Add(15 * time.Second)
+	for !seen["node-a"] || !seen["node-b"] {
+		if got, err := probeUDP(udpAddr, "127.0.0.1"); err == nil {
+			seen[got] = true
+		}
+		if seen["node-c"] {
+			t.Fatal("a datagram reached node-c, outside the load balancer's zone")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("UDP through %s: answers from %v, want node-a and node-b", udpAddr, seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got, err := probeUDP(udpAddr, "127.0.0.2"); err == nil {
+		t.Errorf("a datagram from 127.0.0.2 was answered by %q, want it dropped", got)
+	}
 
 	if _, err := v2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: lbARN}); err != nil {
 		t.Fatal(err)
