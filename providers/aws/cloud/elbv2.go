@@ -567,11 +567,16 @@ func (s *state) describeTargetGroups(p *params) (any, *apiError) {
 			out = append(out, s.xmlTargetGroup(tg))
 		}
 		for _, n := range p.strs("Names") {
-			i := slices.IndexFunc(sortedKeys(s.targetGroups), func(arn string) bool { return s.targetGroups[arn].name == n })
-			if i < 0 {
+			var found *targetGroup
+			for _, tg := range s.targetGroups {
+				if tg.name == n {
+					found = tg
+				}
+			}
+			if found == nil {
 				return nil, errCode("TargetGroupNotFound", "One or more target groups not found: '%s'", n)
 			}
-			out = append(out, s.xmlTargetGroup(s.targetGroups[sortedKeys(s.targetGroups)[i]]))
+			out = append(out, s.xmlTargetGroup(found))
 		}
 	default:
 		for _, arn := range sortedKeys(s.targetGroups) {
@@ -631,7 +636,9 @@ func (s *state) modifyTargetGroupAttributes(p *params) (any, *apiError) {
 	return xmlV2Attributes(tg.attributes), nil
 }
 
-func (s *state) readTargets(tg *targetGroup, p *params) ([]v2Target, *apiError) {
+// readTargets reads the request's Targets; one without a Port is at the
+// group's.
+func readTargets(tg *targetGroup, p *params) []v2Target {
 	var out []v2Target
 	for _, t := range p.list("Targets") {
 		x := v2Target{id: t.str("Id"), port: t.int32("Port")}
@@ -640,7 +647,7 @@ func (s *state) readTargets(tg *targetGroup, p *params) ([]v2Target, *apiError) 
 		}
 		out = append(out, x)
 	}
-	return out, nil
+	return out
 }
 
 func (s *state) registerTargets(p *params) (any, *apiError) {
@@ -648,7 +655,7 @@ func (s *state) registerTargets(p *params) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	targets, _ := s.readTargets(tg, p)
+	targets := readTargets(tg, p)
 	for _, t := range targets {
 		if in := s.instances[t.id]; in == nil || in.state == "terminated" {
 			return nil, errCode("InvalidTarget", "The following targets are not valid instances: '%s'", t.id)
@@ -667,7 +674,7 @@ func (s *state) deregisterTargets(p *params) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	targets, _ := s.readTargets(tg, p)
+	targets := readTargets(tg, p)
 	for _, t := range targets {
 		if !slices.Contains(tg.targets, t) {
 			return nil, errCode("InvalidTarget", "The following targets are not registered: '%s'", t.id)

@@ -122,18 +122,24 @@ func decodeField[T any](t *testing.T, out map[string]json.RawMessage, field stri
 	return v
 }
 
+// startEmulator serves an emulated account for one test and returns it
+// with the driver's environment: the cloud config and the control socket.
+func startEmulator(t *testing.T) (*cloud.Server, map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := cloud.Serve(cloud.New(cloud.Options{}), cloud.ServeOptions{Listen: "127.0.0.1:0", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, map[string]string{ConfigEnv: filepath.Join(dir, cloud.CloudConfigFile), ControlEnv: filepath.Join(dir, cloud.ControlSocket)}
+}
+
 // TestDriverAgainstTheEmulator runs the verbs through the emulator's API
 // and control channel, as a run does.
 func TestDriverAgainstTheEmulator(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	c := cloud.New(cloud.Options{})
-	srv, err := cloud.Serve(c, cloud.ServeOptions{Listen: "127.0.0.1:0", Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	env := map[string]string{ConfigEnv: filepath.Join(dir, cloud.CloudConfigFile), ControlEnv: filepath.Join(dir, cloud.ControlSocket)}
+	srv, env := startEmulator(t)
 
 	info, code, _ := call(t, env, "info", struct{}{})
 	if code != 0 || len(decodeField[[]string](t, info, "verbs")) != len(verbNames()) {
@@ -302,14 +308,7 @@ func TestReadConfig(t *testing.T) {
 // its tag names.
 func TestDriverReadsNetworkLoadBalancers(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	c := cloud.New(cloud.Options{})
-	srv, err := cloud.Serve(c, cloud.ServeOptions{Listen: "127.0.0.1:0", Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	env := map[string]string{ConfigEnv: filepath.Join(dir, cloud.CloudConfigFile), ControlEnv: filepath.Join(dir, cloud.ControlSocket)}
+	srv, env := startEmulator(t)
 	out, code, stderr := call(t, env, "instance create", driverproto.CreateInstanceRequest{Name: "node-a"})
 	if code != 0 {
 		t.Fatalf("instance create: %s", stderr)
