@@ -34,7 +34,46 @@ for m in $(awk '$2 == "/sys" || $2 ~ "^/sys/fs/cgroup" { if ($4 ~ /(^|,)ro(,|$)/
 	mount -o remount,bind,rw "$m" || echo "ccm-conformance-node-entrypoint: could not make $m writable" >&2
 done
 [ -e /dev/kmsg ] || mknod /dev/kmsg c 1 11 || echo "ccm-conformance-node-entrypoint: could not create /dev/kmsg" >&2
+` + NodeIPFixup + ` || echo "ccm-conformance-node-entrypoint: could not move the kubelet's node IP" >&2
 exec "$@"
+`
+
+// NodeIPFixup is the script the entrypoint runs to move the kubelet's node
+// IP to the container's addresses after a restart.
+const NodeIPFixup = "/usr/local/bin/ccm-conformance-node-ip-fixup"
+
+// nodeIPFixupScript moves the kubelet's --node-ip to the addresses the
+// container has now. Docker may give a restarted node container other
+// addresses than it had (a cloud driver's instance stop and start do
+// that); kind's entrypoint means to follow, but it reads the addresses
+// with hostname --ip-address, which on a dual-stack Docker network (kind's
+// default) prints an IPv6 and an IPv4 address, and replaces that pair, so
+// nothing matches and the kubelet keeps announcing an address the node no
+// longer has. This script replaces each address of the flag with eth0's
+// address of the same family; kind's step then finds nothing to do.
+// $CCMC_NODE_ROOT prefixes the file's path (tests).
+const nodeIPFixupScript = `#!/bin/sh
+# ccm-conformance: after a restart on new addresses, the kubelet's node IP
+# follows them, one IP family at a time (kind's own step cannot on a
+# dual-stack Docker network).
+set -u
+flags="${CCMC_NODE_ROOT:-}/var/lib/kubelet/kubeadm-flags.env"
+[ -f "$flags" ] || exit 0
+old=$(sed -n 's/.*--node-ip=\([0-9a-fA-F.:,]*\).*/\1/p' "$flags")
+[ -n "$old" ] || exit 0
+cur4=$(ip -4 -o addr show dev eth0 scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+cur6=$(ip -6 -o addr show dev eth0 scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+new=
+for ip in $(echo "$old" | tr ',' ' '); do
+	case "$ip" in
+	*:*) next=${cur6:-$ip} ;;
+	*) next=${cur4:-$ip} ;;
+	esac
+	new="${new:+$new,}$next"
+done
+[ "$new" = "$old" ] && exit 0
+echo "ccm-conformance-node-ip-fixup: the kubelet's node IP $old is now $new" >&2
+sed -i "s#--node-ip=$old\([^0-9a-fA-F.:,]\|\$\)#--node-ip=$new\1#" "$flags"
 `
 
 // dockerImportChanges are the image configuration docker import sets.
@@ -164,8 +203,10 @@ func (b *builder) assemble(ctx context.Context, img Image, rootfs string, bins m
 	if err := os.WriteFile(filepath.Join(work, "kind/version"), []byte(b.key.Kubernetes), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(work, strings.TrimPrefix(NodeEntrypoint, "/")), []byte(nodeEntrypointScript), 0o755); err != nil {
-		return err
+	for path, script := range map[string]string{NodeEntrypoint: nodeEntrypointScript, NodeIPFixup: nodeIPFixupScript} {
+		if err := os.WriteFile(filepath.Join(work, strings.TrimPrefix(path, "/")), []byte(script), 0o755); err != nil {
+			return err
+		}
 	}
 	cfgPath := filepath.Join(work, "etc/containerd/config.toml")
 	kindCfg, err := os.ReadFile(cfgPath)

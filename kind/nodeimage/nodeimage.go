@@ -88,8 +88,11 @@ const (
 // Recipe 2: kube-proxy's image has the update-alternatives links
 // (/usr/sbin/iptables -> /etc/alternatives/iptables); without them it
 // found no iptables on PATH and crash-looped.
+//
+// Recipe 3: the entrypoint moves the kubelet's node IP to the container's
+// new addresses after a restart (nodeIPFixupScript).
 const (
-	recipeVersion       = "2"
+	recipeVersion       = "3"
 	rootfsRecipeVersion = "1"
 )
 

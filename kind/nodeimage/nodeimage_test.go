@@ -3,8 +3,10 @@ package nodeimage
 import (
 	"archive/tar"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -375,5 +377,75 @@ func TestDockerImportChanges(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("changes lack %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestNodeIPFixup runs the node image's node-IP fix-up with a fake ip
+// command: after a restart on new addresses the kubelet's --node-ip takes
+// eth0's address of each of its families, and nothing else in the flags
+// file changes; an unchanged address, a file without the flag, and no file
+// at all are left alone.
+func TestNodeIPFixup(t *testing.T) {
+	const flags = `KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock --node-ip=%s --node-labels=x=172.24.0.3 --pod-infra-container-image=registry.k8s.io/pause:3.10"`
+	tests := []struct {
+		name           string
+		flags          string // "" for no file
+		eth0v4, eth0v6 string
+		want           string
+	}{
+		{"IPv4 moved", fmt.Sprintf(flags, "172.24.0.3"), "172.24.0.5", "fc00:7c5c::5", fmt.Sprintf(flags, "172.24.0.5")},
+		{"dual-stack, both moved", fmt.Sprintf(flags, "172.24.0.3,fc00:7c5c::3"), "172.24.0.2", "fc00:7c5c::2", fmt.Sprintf(flags, "172.24.0.2,fc00:7c5c::2")},
+		{"a longer address that starts alike", fmt.Sprintf(flags, "172.24.0.3"), "172.24.0.30", "", fmt.Sprintf(flags, "172.24.0.30")},
+		{"unchanged", fmt.Sprintf(flags, "172.24.0.3"), "172.24.0.3", "fc00:7c5c::3", fmt.Sprintf(flags, "172.24.0.3")},
+		{"no IPv4 address on eth0: kept", fmt.Sprintf(flags, "172.24.0.3"), "", "fc00:7c5c::3", fmt.Sprintf(flags, "172.24.0.3")},
+		{"no --node-ip", `KUBELET_KUBEADM_ARGS="--pod-infra-container-image=registry.k8s.io/pause:3.10"`, "172.24.0.9", "", `KUBELET_KUBEADM_ARGS="--pod-infra-container-image=registry.k8s.io/pause:3.10"`},
+		{"no flags file", "", "172.24.0.9", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root, bin := t.TempDir(), t.TempDir()
+			script := filepath.Join(bin, "fixup")
+			if err := os.WriteFile(script, []byte(nodeIPFixupScript), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// ip -4|-6 -o addr show dev eth0 scope global, as iproute2 prints it.
+			fakeIP := fmt.Sprintf(`#!/bin/sh
+case "$1" in
+-4) [ -n "%[1]s" ] && echo "5: eth0    inet %[1]s/16 brd 172.24.255.255 scope global eth0\       valid_lft forever preferred_lft forever" ;;
+-6) [ -n "%[2]s" ] && echo "5: eth0    inet6 %[2]s/64 scope global nodad \       valid_lft forever preferred_lft forever" ;;
+esac
+exit 0
+`, tt.eth0v4, tt.eth0v6)
+			if err := os.WriteFile(filepath.Join(bin, "ip"), []byte(fakeIP), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(root, "var/lib/kubelet/kubeadm-flags.env")
+			if tt.flags != "" {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(tt.flags+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command("/bin/sh", script)
+			cmd.Env = append(os.Environ(), "CCMC_NODE_ROOT="+root, "PATH="+bin+":"+os.Getenv("PATH"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("fix-up: %v: %s", err, out)
+			}
+			got, err := os.ReadFile(path)
+			if tt.flags == "" {
+				if !os.IsNotExist(err) {
+					t.Errorf("a flags file appeared: %q, %v", got, err)
+				}
+				return
+			}
+			if strings.TrimSpace(string(got)) != tt.want {
+				t.Errorf("flags:\n got %s\nwant %s", strings.TrimSpace(string(got)), tt.want)
+			}
+		})
+	}
+	if !strings.Contains(nodeEntrypointScript, NodeIPFixup) {
+		t.Errorf("the entrypoint does not run %s", NodeIPFixup)
 	}
 }
