@@ -124,8 +124,8 @@ func (k *kindMachines) Stop(ctx context.Context, name string) error {
 
 // Start starts the container and reads its addresses again: Docker gives
 // a restarted container whichever address on its network is free, often
-// not the one it had (kind's entrypoint then moves the kubelet's node IP
-// to the new one).
+// not the one it had (the node image's entrypoint then moves the kubelet's
+// node IP to the new one: kind/nodeimage, nodeIPFixupScript).
 func (k *kindMachines) Start(ctx context.Context, name string) ([]cloudapi.Address, error) {
 	k.forgetRoutes(name)
 	if _, err := k.run(ctx, "start", name); err != nil {
