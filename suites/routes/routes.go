@@ -259,9 +259,12 @@ func carriesPodTraffic(ctx context.Context, f *framework.Framework) {
 	for _, n := range f.View().Nodes() {
 		if _, ok := n.Labels[controlPlaneLabel]; ok {
 			controlPlane = append(controlPlane, n)
-		} else if framework.Ready(&n) {
+		} else if framework.Ready(&n) && !framework.IsUniqueName(n.Name, framework.MachinePrefixes...) {
 			// Only a node whose kubelet is Ready can run the echo pod: not
-			// a Node the harness registered for a joining instance.
+			// a Node the harness registered for a joining instance, which
+			// another lane's spec may have made a moment ago and which is
+			// Ready until the node monitor's grace period ends (a CI run
+			// on an existing kind cluster chose one: its pod stayed Pending).
 			others = append(others, n)
 		}
 	}
