@@ -715,11 +715,7 @@ func (s *state) describeTargetHealth(p *params) (any, *apiError) {
 	lbs := s.targetGroupLBs(tg.arn)
 	for _, arn := range lbs {
 		if lb, err := s.nlb(arn); err == nil {
-			for _, id := range lb.subnets {
-				if sn := s.subnets[id]; sn != nil {
-					zones[sn.zone] = true
-				}
-			}
+			maps.Copy(zones, s.subnetZones(lb.subnets))
 		}
 	}
 	var out []xmlTargetHealth
