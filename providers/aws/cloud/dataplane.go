@@ -220,7 +220,7 @@ type lbRuntime struct {
 	name      string
 	view      lbView
 	listeners map[int32]net.Listener
-	packets   map[int32]*udpListener
+	packets   map[int32]*loopback.UDPRelay
 	unbound   map[int32]bool // ports whose bind failed, logged once
 	health    map[string]*healthState
 	next      int // round-robin counter
@@ -291,7 +291,7 @@ func (dp *dataPlane) sync() {
 	for name, v := range views {
 		rt := dp.lbs[name]
 		if rt == nil {
-			rt = &lbRuntime{name: name, listeners: map[int32]net.Listener{}, packets: map[int32]*udpListener{}, unbound: map[int32]bool{}, health: map[string]*healthState{}, conns: map[net.Conn]bool{}}
+			rt = &lbRuntime{name: name, listeners: map[int32]net.Listener{}, packets: map[int32]*loopback.UDPRelay{}, unbound: map[int32]bool{}, health: map[string]*healthState{}, conns: map[net.Conn]bool{}}
 			dp.lbs[name] = rt
 		}
 		rt.view = v
@@ -303,7 +303,7 @@ func (dp *dataPlane) sync() {
 		}
 		for port, u := range rt.packets {
 			if _, ok := v.ports[port]; !ok || !v.udp {
-				u.close()
+				_ = u.Close()
 				delete(rt.packets, port)
 			}
 		}
@@ -341,7 +341,7 @@ func (rt *lbRuntime) close() {
 		delete(rt.listeners, port)
 	}
 	for port, u := range rt.packets {
-		u.close()
+		_ = u.Close()
 		delete(rt.packets, port)
 	}
 	for c := range rt.conns {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,7 +21,8 @@ import (
 // The data path makes load balancers real: each one listens on its ingress
 // IP at each of its ports and forwards to a backend node's InternalIP at the
 // port's nodePort. It is deliberately small: TCP is spliced both ways, UDP
-// is relayed through one connected socket per client address.
+// is relayed with a flow (a connected socket to one backend) per client
+// address.
 
 const (
 	dialTimeout = 2 * time.Second
@@ -30,8 +30,7 @@ const (
 	// ranges is held without an answer, as a dropping firewall would.
 	deniedHold     = 30 * time.Second
 	udpIdleTimeout = 30 * time.Second
-	maxUDPSessions = 1024
-	maxUDPPacket   = 64 * 1024
+	maxUDPFlows    = 1024
 )
 
 // dataPlane owns the runtime side of every load balancer.
@@ -185,9 +184,24 @@ func (rt *lbRuntime) listen(key portKey) (io.Closer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("binding UDP %s: %w", addr, err)
 		}
-		l := &udpListener{rt: rt, port: key.port, conn: conn, sessions: map[netip.AddrPort]*udpSession{}}
-		go l.serve()
-		return l, nil
+		return loopback.RelayUDP(conn, loopback.UDPFlows{
+			// Source ranges can change under an open flow: every
+			// datagram is checked.
+			Admit: func(client netip.AddrPort) bool { return rt.allowed(client.Addr()) },
+			Open: func(client netip.AddrPort) net.Conn {
+				target, ok := rt.pick(key, client.Addr())
+				if !ok {
+					return nil
+				}
+				backend, err := dialBackend("udp", client.Addr(), target)
+				if err != nil {
+					return nil
+				}
+				return backend
+			},
+			Idle:     udpIdleTimeout,
+			MaxFlows: maxUDPFlows,
+		}), nil
 	default:
 		return nil, fmt.Errorf("unsupported protocol %q", key.protocol)
 	}
@@ -435,150 +449,6 @@ func (l *tcpListener) Close() error {
 	l.closed = true
 	for c := range l.conns {
 		_ = c.Close()
-	}
-	return err
-}
-
-// ---- UDP ----
-
-// udpListener relays datagrams on one UDP port. Each client address gets a
-// session: a socket connected to one backend, whose replies are sent back
-// to the client from the load balancer's address.
-type udpListener struct {
-	rt   *lbRuntime
-	port int32
-	conn *net.UDPConn
-
-	mu       sync.Mutex
-	sessions map[netip.AddrPort]*udpSession
-	closed   bool
-}
-
-type udpSession struct {
-	backend    *net.UDPConn
-	lastActive atomic.Int64 // unix nanoseconds
-}
-
-func (s *udpSession) touch() { s.lastActive.Store(time.Now().UnixNano()) }
-
-func (s *udpSession) idle() time.Duration {
-	return time.Since(time.Unix(0, s.lastActive.Load()))
-}
-
-func (l *udpListener) serve() {
-	buf := make([]byte, maxUDPPacket)
-	for {
-		n, client, err := l.conn.ReadFromUDPAddrPort(buf)
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		if err != nil {
-			continue
-		}
-		if !l.rt.allowed(client.Addr()) {
-			continue // dropped
-		}
-		s := l.session(client)
-		if s == nil {
-			continue // no backend: dropped
-		}
-		if _, err := s.backend.Write(buf[:n]); err == nil {
-			s.touch()
-		}
-	}
-}
-
-// session returns the client's session, opening one if needed. Only serve
-// calls it, so two sessions for one client are never opened at once.
-func (l *udpListener) session(client netip.AddrPort) *udpSession {
-	l.mu.Lock()
-	s, ok := l.sessions[client]
-	l.mu.Unlock()
-	if ok {
-		return s
-	}
-
-	// Pick and dial without holding l.mu: pick asks the cloud's state.
-	target, ok := l.rt.pick(portKey{ProtocolUDP, l.port}, client.Addr())
-	if !ok {
-		return nil
-	}
-	conn, err := dialBackend("udp", client.Addr(), target)
-	if err != nil {
-		return nil
-	}
-	s = &udpSession{backend: conn.(*net.UDPConn)}
-	s.touch()
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		_ = conn.Close()
-		return nil
-	}
-	if len(l.sessions) >= maxUDPSessions {
-		l.evictOldestLocked()
-	}
-	l.sessions[client] = s
-	go l.relayReplies(client, s)
-	return s
-}
-
-// evictOldestLocked ends the least recently active session; l.mu is held.
-func (l *udpListener) evictOldestLocked() {
-	var (
-		oldest     netip.AddrPort
-		oldestIdle time.Duration = -1
-	)
-	for client, s := range l.sessions {
-		if idle := s.idle(); idle > oldestIdle {
-			oldest, oldestIdle = client, idle
-		}
-	}
-	if s, ok := l.sessions[oldest]; ok {
-		delete(l.sessions, oldest)
-		_ = s.backend.Close()
-	}
-}
-
-// relayReplies sends the backend's datagrams back to the client until the
-// session has been idle for udpIdleTimeout or its socket fails.
-func (l *udpListener) relayReplies(client netip.AddrPort, s *udpSession) {
-	defer func() {
-		_ = s.backend.Close()
-		l.mu.Lock()
-		if l.sessions[client] == s {
-			delete(l.sessions, client)
-		}
-		l.mu.Unlock()
-	}()
-	buf := make([]byte, maxUDPPacket)
-	for {
-		_ = s.backend.SetReadDeadline(time.Now().Add(udpIdleTimeout - s.idle()))
-		n, err := s.backend.Read(buf)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && s.idle() < udpIdleTimeout {
-				continue // the client sent something meanwhile
-			}
-			return
-		}
-		if _, err := l.conn.WriteToUDPAddrPort(buf[:n], client); err != nil {
-			return
-		}
-		s.touch()
-	}
-}
-
-// Close stops the relay and ends every session.
-func (l *udpListener) Close() error {
-	err := l.conn.Close()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closed = true
-	for client, s := range l.sessions {
-		_ = s.backend.Close()
-		delete(l.sessions, client)
 	}
 	return err
 }
