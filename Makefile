@@ -46,6 +46,10 @@ conformance-aws: build ## The AWS CCM, built unmodified from k8s.io/cloud-provid
 conformance-aws-nlb: build ## The AWS CCM as conformance-aws, with every LoadBalancer Service annotated for a Network Load Balancer (providers/profiles/aws-nlb.yaml, docs/providers.md)
 	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/aws-nlb.yaml scripts/conformance.sh
 
+.PHONY: conformance-aws-nlb-managed
+conformance-aws-nlb-managed: build ## The AWS CCM as conformance-aws-nlb, with NLBSecurityGroupMode = Managed: each NLB gets a security group of its own (providers/profiles/aws-nlb-managed.yaml, docs/providers.md)
+	@ARTIFACTS="$(ARTIFACTS)" LABEL_FILTER="$(LABEL_FILTER)" PROFILE=providers/profiles/aws-nlb-managed.yaml scripts/conformance.sh
+
 .PHONY: test
 test: ## Unit and integration tests (builds the local cluster's binaries on first use)
 	@scripts/test.sh

@@ -149,6 +149,39 @@ func TestIntegrationAWSNLBFindings(t *testing.T) {
 	checkMetadata(t, artifacts, map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-aws@v1.37.1"})
 }
 
+// The CCM with NLBSecurityGroupMode = Managed (aws-nlb-managed.yaml): each
+// NLB gets a security group of its own, which carries the Service's source
+// ranges, and the emulator's NLBs admit or drop clients by it before the
+// nodes' groups are asked. The two source-range specs must pass, and the
+// CCM's log must show it made the groups (otherwise the mode was not in
+// effect and the run judged aws-nlb.yaml again). The whole profile runs as
+// aws-nlb.yaml does (docs/findings.md); the source ranges are what the
+// mode changes.
+func TestIntegrationAWSNLBManagedSecurityGroups(t *testing.T) {
+	skipUnlessIntegration(t)
+	artifacts := t.TempDir()
+	profile := testbin.AWSNLBManagedProfile(t, t.TempDir(), binDir, nil)
+	const label = "LoadBalancerSourceRanges"
+	res := runHarness(t, []string{"TMPDIR=" + shortTempDir(t)}, "run", "--provider", profile, "--artifacts", artifacts, "--label-filter", label)
+	if res.code != 0 {
+		t.Errorf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, tail(res.stdout, 60), tail(res.stderr, 20))
+	}
+	passed := findingsCheck{
+		labelFilter: label,
+		mustPass: []string{
+			"passes loadBalancerSourceRanges to the cloud",
+			"admits clients inside loadBalancerSourceRanges and turns away the rest",
+		},
+	}.check(t, artifacts)
+	if passed != 2 {
+		t.Errorf("%d specs passed, want the two source-range specs", passed)
+	}
+	if !logsShow(t, artifacts, `Ensured security group "k8s-`) {
+		t.Error("no CCM log shows a security group made for an NLB: NLBSecurityGroupMode Managed was not in effect")
+	}
+	checkMetadata(t, artifacts, map[string]string{prow.MetaCCMModule: "k8s.io/cloud-provider-aws@v1.37.1"})
+}
+
 // logsShow reports whether a CCM log of the run holds text.
 func logsShow(t *testing.T, artifacts, text string) bool {
 	t.Helper()

@@ -102,7 +102,10 @@
 // address and forwards to the group's healthy targets; the client's
 // address reaches the instance, so the instance's own security groups
 // admit it or drop it, and the health checks, which come from the load
-// balancer's address in each of its subnets, likewise.
+// balancer's address in each of its subnets, likewise. An NLB with security
+// groups of its own (the CCM's NLBSecurityGroupMode Managed, which
+// aws-cloud --nlb-security-group-mode writes into the cloud config) first
+// admits or drops a client by those groups' rules on the listener's port.
 //
 // # What is left out
 //

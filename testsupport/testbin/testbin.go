@@ -62,6 +62,14 @@ func AWSNLBProfile(t testing.TB, dir, binDir string, mutate func(string) string)
 	return writeProfile(t, "aws-nlb.yaml", dir, binDir, nil, mutate)
 }
 
+// AWSNLBManagedProfile is AWSProfile for
+// providers/profiles/aws-nlb-managed.yaml: Network Load Balancers with
+// security groups of their own (NLBSecurityGroupMode = Managed).
+func AWSNLBManagedProfile(t testing.TB, dir, binDir string, mutate func(string) string) string {
+	t.Helper()
+	return writeProfile(t, "aws-nlb-managed.yaml", dir, binDir, nil, mutate)
+}
+
 // VSphereProfile writes a copy of providers/profiles/vsphere.yaml into dir
 // whose bin/ paths point into binDir, mutate (if not nil) applied to the
 // text, and returns its path.

@@ -56,6 +56,11 @@ type Options struct {
 	// DNS server resolves its name (dataplane.go, dns.go). Unset: load
 	// balancers are API objects only.
 	LoadBalancerAddresses netip.Prefix
+	// NLBSecurityGroupMode is written to the cloud config's [Global]
+	// when set: "Managed" makes the CCM give each Network Load Balancer a
+	// security group of its own (k8s.io/cloud-provider-aws
+	// pkg/providers/v1/config, the only value it accepts).
+	NLBSecurityGroupMode string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -63,8 +68,9 @@ type Options struct {
 // Cloud is one emulated account: the API handler and the control handler
 // share its state.
 type Cloud struct {
-	st  *state
-	now func() time.Time
+	st            *state
+	now           func() time.Time
+	nlbGroupsMode string // Options.NLBSecurityGroupMode
 
 	logMu sync.Mutex
 	calls []awsctl.Call
@@ -134,7 +140,7 @@ func New(o Options) *Cloud {
 	ng.ingress = []permission{{protocol: "-1", group: ng.id}}
 	s.groups[ng.id] = ng
 	s.nodeGroup = ng.id
-	c := &Cloud{st: s, now: o.Now, faults: map[string]float64{}}
+	c := &Cloud{st: s, now: o.Now, nlbGroupsMode: o.NLBSecurityGroupMode, faults: map[string]float64{}}
 	// An instance of the VPC that is no node of the cluster (no cluster
 	// tag): the target of a route an operator points at a machine outside
 	// the cluster.

@@ -44,10 +44,16 @@ const (
 // one listener of a Network Load Balancer, copied out of the state under
 // its lock.
 type lbView struct {
-	addr    netip.Addr
-	ports   map[int32]int32 // listener port → instance port (a target's own port wins)
-	rules   []permission    // classic: ingress rules of its security groups
-	targets []target        // running instances in its zones
+	addr  netip.Addr
+	ports map[int32]int32 // listener port → instance port (a target's own port wins)
+	// rules are the ingress rules of the load balancer's own security
+	// groups, which admit or drop a client at the listener's port before
+	// any target sees it: a classic load balancer's always, a Network Load
+	// Balancer's when it has security groups (the CCM's
+	// NLBSecurityGroupMode Managed gives it one).
+	rules   []permission
+	guarded bool     // whether rules apply: false for an NLB without security groups
+	targets []target // running instances in its zones
 	// targetGroup is the ARN of a Network Load Balancer listener's target
 	// group. Such a load balancer keeps the client's address, so each
 	// target's own security groups admit or drop the client, and the
@@ -86,7 +92,7 @@ func (s *state) dataPathViews() map[string]lbView {
 		if !lb.addr.IsValid() {
 			continue
 		}
-		v := lbView{addr: lb.addr, ports: map[int32]int32{}, label: "load balancer " + name, tcp: true}
+		v := lbView{addr: lb.addr, ports: map[int32]int32{}, label: "load balancer " + name, tcp: true, guarded: true}
 		for _, l := range lb.listeners {
 			v.ports[l.port] = l.instancePort
 		}
@@ -111,7 +117,13 @@ func (s *state) dataPathViews() map[string]lbView {
 		}
 		v := lbView{addr: lb.addr, ports: map[int32]int32{l.port: tg.port}, targetGroup: tg.arn,
 			label: fmt.Sprintf("network load balancer %s, listener %d", lb.name, l.port),
-			tcp:   l.protocol != "UDP", udp: l.protocol == "UDP" || l.protocol == "TCP_UDP"}
+			tcp:   l.protocol != "UDP", udp: l.protocol == "UDP" || l.protocol == "TCP_UDP",
+			guarded: len(lb.groups) > 0}
+		for _, g := range lb.groups {
+			if sg := s.groups[g]; sg != nil {
+				v.rules = append(v.rules, sg.ingress...)
+			}
+		}
 		zones := s.subnetZones(lb.subnets)
 		var healthFrom []netip.Addr
 		for _, id := range lb.subnets {
@@ -403,7 +415,7 @@ func (dp *dataPlane) pick(name, protocol string, port int32, src netip.Addr, cli
 		return netip.AddrPort{}, false
 	}
 	nlb := rt.view.targetGroup != ""
-	if !nlb && !admits(rt.view.rules, protocol, port, src) {
+	if rt.view.guarded && !admits(rt.view.rules, protocol, port, src) {
 		return netip.AddrPort{}, false
 	}
 	instancePort, ok := rt.view.ports[port]

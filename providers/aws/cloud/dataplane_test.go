@@ -530,4 +530,47 @@ func TestIntegrationNetworkLoadBalancerDataPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.goneAfterDelete(t, lbAddr, name)
+
+	// An NLB with a security group of its own (the CCM's
+	// NLBSecurityGroupMode Managed): the group admits or drops a client at
+	// the listener's port before the targets' groups are asked, which
+	// already admit 127.0.0.1 on the node port.
+	own, err := r.s.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("k8s-ns-guarded-0123456789"),
+		Description: aws.String("[k8s] Managed SecurityGroup for LoadBalancer"), VpcId: subnet.VpcId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := func(cidr string) {
+		t.Helper()
+		if _, err := r.s.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: own.GroupId, IpPermissions: []ec2types.IpPermission{
+			{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(80), ToPort: aws.Int32(80), IpRanges: []ec2types.IpRange{{CidrIp: aws.String(cidr)}}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow("127.0.0.3/32")
+	guarded, err := v2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String("guarded"), Type: elbv2types.LoadBalancerTypeEnumNetwork,
+		SubnetMappings: []elbv2types.SubnetMapping{{SubnetId: subnet.SubnetId}}, SecurityGroups: []string{aws.ToString(own.GroupId)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guardedGroup, err := v2.CreateTargetGroup(ctx, &elbv2.CreateTargetGroupInput{Name: aws.String("k8s-ns-guarded-0123456789"), Protocol: elbv2types.ProtocolEnumTcp,
+		Port: aws.Int32(30080), VpcId: subnet.VpcId, TargetType: elbv2types.TargetTypeEnumInstance,
+		HealthCheckProtocol: elbv2types.ProtocolEnumTcp, HealthCheckPort: aws.String("traffic-port"), HealthyThresholdCount: aws.Int32(2), UnhealthyThresholdCount: aws.Int32(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: guardedGroup.TargetGroups[0].TargetGroupArn, Targets: targets}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.CreateListener(ctx, &elbv2.CreateListenerInput{LoadBalancerArn: guarded.LoadBalancers[0].LoadBalancerArn, Port: aws.Int32(80), Protocol: elbv2types.ProtocolEnumTcp,
+		DefaultActions: []elbv2types.Action{{Type: elbv2types.ActionTypeEnumForward, TargetGroupArn: guardedGroup.TargetGroups[0].TargetGroupArn}}}); err != nil {
+		t.Fatal(err)
+	}
+	tgARN = guardedGroup.TargetGroups[0].TargetGroupArn
+	health(map[string]elbv2types.TargetHealthStateEnum{"node-a": "healthy", "node-b": "healthy", "node-c": "unavailable"})
+	guardedAddr := r.resolve(t, aws.ToString(guarded.LoadBalancers[0].DNSName))
+	dropped(t, guardedAddr, "127.0.0.1")
+	allow("127.0.0.1/32")
+	answeredBy(t, guardedAddr, "node-a", "node-b")
 }

@@ -830,6 +830,11 @@ func (s *state) deleteSecurityGroup(p *params) (any, *apiError) {
 			return nil, errCode("DependencyViolation", "resource %s has a dependent object (load balancer %s)", id, lb.name)
 		}
 	}
+	for _, lb := range s.nlbs {
+		if slices.Contains(lb.groups, id) {
+			return nil, errCode("DependencyViolation", "resource %s has a dependent object (network load balancer %s)", id, lb.name)
+		}
+	}
 	for _, in := range s.instances {
 		if in.state != "terminated" && slices.Contains(in.groups, id) {
 			return nil, errCode("DependencyViolation", "resource %s has a dependent object (instance %s)", id, in.id)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
@@ -216,9 +217,21 @@ func TestNetworkLoadBalancers(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb2 := aws.ToString(withGroups.LoadBalancers[0].LoadBalancerArn)
-	set, err := v2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: aws.String(lb2), SecurityGroups: []string{s.cloud.st.nodeGroup}})
-	if err != nil || len(set.SecurityGroupIds) != 1 {
+	// NLBSecurityGroupMode Managed: the CCM gives the load balancer a
+	// group of its own, which cannot be deleted while the load balancer
+	// holds it (the CCM deletes the load balancer first and retries on
+	// DependencyViolation).
+	own, err := s.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("k8s-ns-svc-0123456789"),
+		Description: aws.String("[k8s] Managed SecurityGroup for LoadBalancer"), VpcId: aws.String(s.cloud.st.vpcID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := v2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: aws.String(lb2), SecurityGroups: []string{aws.ToString(own.GroupId)}})
+	if err != nil || len(set.SecurityGroupIds) != 1 || set.SecurityGroupIds[0] != aws.ToString(own.GroupId) {
 		t.Errorf("SetSecurityGroups: %v, %+v", err, set)
+	}
+	if _, err := s.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: own.GroupId}); apiCode(err) != "DependencyViolation" {
+		t.Errorf("deleting the group a network load balancer holds: %v, want DependencyViolation", err)
 	}
 	two, err := v2.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{LoadBalancerArns: []string{lbARN, lb2}})
 	if err != nil || len(two.LoadBalancers) != 2 || two.LoadBalancers[1].Scheme != elbv2types.LoadBalancerSchemeEnumInternal {
@@ -234,6 +247,8 @@ func TestNetworkLoadBalancers(t *testing.T) {
 	must(v2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(lbARN)}))
 	must(v2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(lbARN)}))
 	must(v2.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: aws.String(tg2ARN)}))
+	must(v2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(lb2)}))
+	must(s.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: own.GroupId}))
 	if _, err := v2.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{"nlb1"}}); !errors.As(err, &notFound) {
 		t.Errorf("after delete: %v, want LoadBalancerNotFoundException", err)
 	}

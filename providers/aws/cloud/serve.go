@@ -146,6 +146,9 @@ func (c *Cloud) CloudConfig(url string) string {
 	fmt.Fprintf(&b, "; The AWS CCM's cloud config for the EC2 and ELB emulator at %s,\n", url)
 	b.WriteString("; written by aws-cloud (providers/aws). The cloud driver reads it too.\n\n")
 	fmt.Fprintf(&b, "[Global]\nZone = %s\nVPC = %s\nSubnetID = %s\nKubernetesClusterID = %s\n", zone, vpc, subnet, cluster)
+	if c.nlbGroupsMode != "" {
+		fmt.Fprintf(&b, "NLBSecurityGroupMode = %s\n", c.nlbGroupsMode)
+	}
 	services := []struct{ service, signing string }{
 		{"EC2", "ec2"},
 		{"Elastic Load Balancing", "elasticloadbalancing"},

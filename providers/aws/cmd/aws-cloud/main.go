@@ -38,12 +38,19 @@ func run(args []string) int {
 	region := fs.String("region", "us-east-1", "the region")
 	zones := fs.String("zones", "", "availability zones, comma-separated (default <region>a,b,c)")
 	cluster := fs.String("cluster-id", "ccm-conformance", "the cluster ID the CCM is configured with (KubernetesClusterID)")
+	nlbGroups := fs.String("nlb-security-group-mode", "", `the cloud config's NLBSecurityGroupMode: "Managed" makes the CCM give each Network Load Balancer a security group of its own (default: unset, none)`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	logger := log.New(os.Stderr, "aws-cloud: ", log.LstdFlags|log.Lmicroseconds)
 	if *dir == "" || fs.NArg() > 0 {
 		logger.Print("usage: aws-cloud --dir DIR [--listen 127.0.0.1:PORT] [flags]")
+		return 2
+	}
+	if *nlbGroups != "" && *nlbGroups != "Managed" {
+		// The CCM would accept the file and then fail every NLB
+		// (config.IsNLBSecurityGroupModeManaged), far from this flag.
+		logger.Printf("--nlb-security-group-mode %q: the CCM accepts only Managed (case-sensitive) or none", *nlbGroups)
 		return 2
 	}
 	var zoneList []string
@@ -61,7 +68,7 @@ func run(args []string) int {
 		return 1
 	}
 	defer block.Release()
-	c := cloud.New(cloud.Options{Region: *region, Zones: zoneList, ClusterID: *cluster, Network: block.Nodes, LoadBalancerAddresses: block.Ingress})
+	c := cloud.New(cloud.Options{Region: *region, Zones: zoneList, ClusterID: *cluster, NLBSecurityGroupMode: *nlbGroups, Network: block.Nodes, LoadBalancerAddresses: block.Ingress})
 	s, err := cloud.Serve(c, cloud.ServeOptions{Listen: *listen, DNS: *dns, Dir: *dir, Logf: logger.Printf})
 	if err != nil {
 		logger.Print(err)
