@@ -96,11 +96,7 @@ func (s *state) dataPathViews() map[string]lbView {
 		for _, l := range lb.listeners {
 			v.ports[l.port] = l.instancePort
 		}
-		for _, g := range lb.groups {
-			if sg := s.groups[g]; sg != nil {
-				v.rules = append(v.rules, sg.ingress...)
-			}
-		}
+		v.rules = s.ingressRules(lb.groups)
 		zones := s.subnetZones(lb.subnets)
 		for _, id := range lb.instances {
 			if a, ok := s.targetAddr(id, zones); ok {
@@ -119,11 +115,7 @@ func (s *state) dataPathViews() map[string]lbView {
 			label: fmt.Sprintf("network load balancer %s, listener %d", lb.name, l.port),
 			tcp:   l.protocol != "UDP", udp: l.protocol == "UDP" || l.protocol == "TCP_UDP",
 			guarded: len(lb.groups) > 0}
-		for _, g := range lb.groups {
-			if sg := s.groups[g]; sg != nil {
-				v.rules = append(v.rules, sg.ingress...)
-			}
-		}
+		v.rules = s.ingressRules(lb.groups)
 		zones := s.subnetZones(lb.subnets)
 		var healthFrom []netip.Addr
 		for _, id := range lb.subnets {
@@ -137,11 +129,7 @@ func (s *state) dataPathViews() map[string]lbView {
 				continue
 			}
 			x := target{id: t.id, addr: a, port: t.port}
-			for _, g := range s.instances[t.id].groups {
-				if sg := s.groups[g]; sg != nil {
-					x.rules = append(x.rules, sg.ingress...)
-				}
-			}
+			x.rules = s.ingressRules(s.instances[t.id].groups)
 			hcPort := t.port
 			if n, err := strconv.Atoi(tg.health.port); err == nil {
 				hcPort = int32(n)
@@ -154,6 +142,17 @@ func (s *state) dataPathViews() map[string]lbView {
 		views[l.arn] = v
 	}
 	return views
+}
+
+// ingressRules are the ingress rules of the security groups.
+func (s *state) ingressRules(groups []string) []permission {
+	var rules []permission
+	for _, g := range groups {
+		if sg := s.groups[g]; sg != nil {
+			rules = append(rules, sg.ingress...)
+		}
+	}
+	return rules
 }
 
 // subnetZones are the zones of the subnets.
